@@ -1,0 +1,56 @@
+# mcpcore: `make run` serves the example server, `make test` runs the whole suite.
+# Both create the virtualenv on first use and install everything the tests need.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+STAMP  := $(VENV)/.installed
+
+.PHONY: help install run run-stdio test test-fast lint format typecheck conformance bench bench-smoke fuzz clean
+
+help:
+	@echo "make run        serve examples/everything.py on http://$(HOST):$(PORT)/mcp (HOST/PORT overridable)"
+	@echo "make test       run the whole suite (creates .venv when missing)"
+	@echo "make lint       ruff;  make typecheck: mypy --strict on mcpcore/"
+	@echo "make conformance  official conformance suites against the example server"
+	@echo "make bench      side-by-side benchmark;  make bench-smoke: a few seconds of it"
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev,redis]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m mcpcore run examples.everything:app --host $(HOST) --port $(PORT)
+
+run-stdio: $(STAMP)
+	$(PY) -m mcpcore run examples.everything:app --transport stdio
+
+test: $(STAMP)
+	$(PY) -m tests.tools.ensure_node
+	$(PY) -m pytest -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check mcpcore
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format mcpcore tests examples benchmarks
+	$(VENV)/bin/ruff check --fix .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+conformance: $(STAMP)
+	$(PY) -m tests.tools.ensure_node
+	$(PY) -m pytest -q tests/conformance
+
+clean:
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,41 @@
+"""The one JSON codec of mcpcore: orjson in, orjson out.
+
+Every byte that crosses the wire or reaches a store is encoded here, so the rules
+(UTF-8, no NaN, non-string keys refused) are the same everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+__all__ = ["JSONDecodeError", "dumps", "dumps_str", "loads"]
+
+JSONDecodeError = orjson.JSONDecodeError
+
+_OPTS = orjson.OPT_NON_STR_KEYS
+
+
+def _default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        return dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def dumps(value: Any) -> bytes:
+    """Serialise ``value`` to UTF-8 JSON bytes (pydantic models dumped by alias)."""
+    return orjson.dumps(value, default=_default, option=_OPTS)
+
+
+def dumps_str(value: Any) -> str:
+    """Serialise ``value`` to a JSON ``str``."""
+    return orjson.dumps(value, default=_default, option=_OPTS).decode()
+
+
+def loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """Parse JSON bytes or text. Raises :class:`JSONDecodeError` on bad input."""
+    return orjson.loads(data)

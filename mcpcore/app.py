@@ -1,0 +1,309 @@
+"""``McpApp``: definitions in, an ASGI application (or a stdio server) out."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from . import _json
+from ._version import __version__
+from .bus.memory import LocalBus
+from .config import SessionMode, Settings
+from .context import ContextServices
+from .definitions.resources import CacheHint, build_resource
+from .logs import LEVELS
+from .runtime import Runtime
+from .server.dispatcher import Dispatcher
+from .server.notify import AppNotifier, Notifier
+from .server.registry import Registry, decorate_inline
+from .sessions.memory import MemorySessionStore
+from .storage.memory import MemoryStorage
+from .storage.service import CursorSigner, StateService
+from .transports.http import HttpTransport
+from .transports.live import LiveSessions
+
+__all__ = ["McpApp"]
+
+log = logging.getLogger("mcpcore.app")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class McpApp:
+    """An MCP server as an ASGI application, serving both protocol eras on one endpoint.
+
+    Example::
+
+        app = McpApp("notes", "1.0.0", tools=[search], resources=[note])
+        # uvicorn server:app   |   mcpcore run server:app --transport stdio
+
+    Args:
+        name, version: the server's identity (``serverInfo``).
+        title, description, website_url, icons: optional identity fields.
+        instructions: guidance sent to clients (``initialize`` / ``server/discover``).
+        tools, resources, prompts: decorated functions, definitions or modules.
+        settings: explicit :class:`Settings` (default: read from the environment).
+        session_mode: the code's default 2025-era session mode and an optional requirement;
+            ``MCP_SESSION_MODE`` wins over the default, never over the requirement.
+        storage: a ``StorageProvider`` for ``ctx.state`` (default: chosen by ``STORAGE_PROVIDER_TYPE``).
+        cache_hints: ``{"tools/list": CacheHint(...), ...}`` for 2026-07-28 cacheable results.
+        path: the MCP endpoint (default ``MCP_HTTP_ENDPOINT_PATH``, ``/mcp``). Mounted under a
+            prefix, the app also answers at the mount point itself.
+        setup: ``async def setup(app)`` run at startup, after stores are ready.
+    """
+
+    def __init__(
+        self,
+        name: str = "mcpcore-server",
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        instructions: str | None = None,
+        tools: Iterable[Any] = (),
+        resources: Iterable[Any] = (),
+        prompts: Iterable[Any] = (),
+        settings: Settings | None = None,
+        session_mode: SessionMode | None = None,
+        storage: Any = None,
+        cache_hints: Mapping[str, CacheHint] | None = None,
+        path: str | None = None,
+        setup: Callable[[McpApp], Awaitable[None]] | None = None,
+    ) -> None:
+        self.settings = settings if settings is not None else Settings.from_env()
+        self.session_mode_decl = session_mode or SessionMode()
+        self.server_info: dict[str, Any] = {"name": name, "version": version}
+        for key, value in (("title", title), ("description", description), ("websiteUrl", website_url),
+                           ("icons", icons)):
+            if value:
+                self.server_info[key] = value
+        self.instructions = instructions
+        self.registry = Registry()
+        for group in (tools, resources, prompts):
+            for obj in group:
+                self.registry.add(obj)
+        self.path = path or self.settings.endpoint_path
+        self._setup = setup
+        self._storage_given = storage
+        self.bus = LocalBus()
+        self.notifier = Notifier(self.bus)
+        self.notify = AppNotifier(self.notifier)
+        self.live = LiveSessions()
+        self.sessions = MemorySessionStore(idle_ms=self.settings.session_idle_ms,
+                                           max_sessions=self.settings.max_sessions, is_busy=self.live.is_busy)
+        self.sessions.on_evict = self.live.release
+        self.services = ContextServices(log_floor=LEVELS[self.settings.log_level], notify=self.notifier)
+        self.dispatcher = Dispatcher(registry=self.registry, settings=self.settings, server_info=self.server_info,
+                                     instructions=instructions, services=self.services, notifier=self.notifier,
+                                     cache_hints=dict(cache_hints or {}), sessions=self.sessions)
+        self._http: HttpTransport | None = None
+        self._started = False
+        self._start_lock: asyncio.Lock | None = None
+        self._exit: contextlib.AsyncExitStack | None = None
+        self._mode: str | None = None
+
+    # -- registration ---------------------------------------------------------------------------
+
+    def include(self, *objs: Any) -> McpApp:
+        """Register decorated functions, definitions, or every definition found in modules."""
+        for obj in objs:
+            self.registry.add(obj)
+        return self
+
+    def tool(self, fn: Any = None, /, **options: Any) -> Any:
+        """``@app.tool`` / ``@app.tool(...)``: define and register a tool."""
+        def deco(f: Any) -> Any:
+            self.registry.add(decorate_inline(f, "tool", **options))
+            return f
+        return deco(fn) if fn is not None else deco
+
+    def prompt(self, fn: Any = None, /, **options: Any) -> Any:
+        """``@app.prompt`` / ``@app.prompt(...)``: define and register a prompt."""
+        def deco(f: Any) -> Any:
+            self.registry.add(decorate_inline(f, "prompt", **options))
+            return f
+        return deco(fn) if fn is not None else deco
+
+    def resource(self, uri: str, **options: Any) -> Callable[[Any], Any]:
+        """``@app.resource(uri, ...)``: define and register a resource or template."""
+        def deco(f: Any) -> Any:
+            from .definitions.resources import RESOURCE_ATTR
+            setattr(f, RESOURCE_ATTR, build_resource(f, uri, **options))
+            self.registry.add(f)
+            return f
+        return deco
+
+    def remove_tool(self, name: str) -> bool:
+        """Unregister a tool; clients are not told (call ``app.notify.tools_changed()``)."""
+        return self.registry.remove_tool(name)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def session_mode(self) -> str:
+        if self._mode is None:
+            self._mode = self.settings.resolve_session_mode(self.session_mode_decl)
+        return self._mode
+
+    def _storage(self) -> Any:
+        if self._storage_given is not None:
+            return self._storage_given
+        kind = self.settings.storage_provider
+        if kind == "in-memory":
+            return MemoryStorage(max_entries=self.settings.storage_max_entries)
+        from .storage.factory import create_provider
+        return create_provider(self.settings)
+
+    async def startup(self, *, transport: str = "http") -> None:
+        """Open stores and start background work (idempotent). Run by the ASGI lifespan."""
+        if self._started:
+            return
+        if transport == "http":
+            _ = self.session_mode
+        exit_stack = contextlib.AsyncExitStack()
+        await exit_stack.__aenter__()
+        try:
+            provider = self._storage()
+            if self._storage_given is None:
+                exit_stack.push_async_callback(provider.close)
+            signer = CursorSigner.from_settings(self.settings.storage_cursor_key, self.settings.request_state_key)
+            self.services.state = StateService(provider, signer)
+            await self.bus.start()
+            exit_stack.push_async_callback(self.bus.close)
+            self.dispatcher.closing.reset()
+            sweeper = asyncio.get_running_loop().create_task(self._sweep())
+            exit_stack.callback(sweeper.cancel)
+            if self._setup is not None:
+                await self._setup(self)
+        except BaseException:
+            await exit_stack.aclose()
+            raise
+        self._exit = exit_stack
+        self._started = True
+        log.info("mcpcore %s serving %s %s", __version__, self.server_info["name"], self.server_info["version"],
+                 extra={"fields": {"tools": len(self.registry.tools), "sessionMode": self._mode}})
+
+    async def shutdown(self) -> None:
+        """End streams, cancel in-flight work, close what startup opened."""
+        if not self._started:
+            return
+        self._started = False
+        self.dispatcher.closing.set()
+        self.live.close_all()
+        await asyncio.sleep(0)
+        if self._exit is not None:
+            await self._exit.aclose()
+            self._exit = None
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(60)
+            try:
+                await self.sessions.sweep()
+            except Exception:
+                log.warning("session sweep failed", exc_info=True)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _app: Any = None) -> AsyncIterator[None]:
+        """For a host app: ``Starlette(lifespan=mcp.lifespan)`` / ``FastAPI(lifespan=mcp.lifespan)``."""
+        await self.startup()
+        try:
+            yield
+        finally:
+            await self.shutdown()
+
+    async def _ensure_started(self) -> None:
+        if self._started:
+            return
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if not self._started:
+                log.warning("mcpcore started on the first request: the host did not run its lifespan, so it will "
+                            "not shut down cleanly (pass lifespan=mcp.lifespan to the host app)")
+                await self.startup()
+
+    # -- ASGI -----------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            if not self._started:
+                await self._ensure_started()
+            http = self._http
+            if http is None:
+                http = self._http = HttpTransport(self._runtime())
+            path = scope["path"]
+            root = scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root):]
+            if path == self.path or (root and path in ("", "/")):
+                await http(scope, receive, send)
+            elif path == "/healthz" and scope["method"] == "GET":
+                await _plain_json(send, 200, {"status": "ok"})
+            else:
+                await _plain_json(send, 404, {"error": "not found"})
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+
+    def _runtime(self) -> Runtime:
+        return Runtime(settings=self.settings, dispatcher=self.dispatcher, services=self.services,
+                       notifier=self.notifier, bus=self.bus, sessions=self.sessions, live=self.live,
+                       session_mode=self.session_mode, server_info=self.server_info)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as exc:
+                    log.error("startup failed: %s", exc)
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- running --------------------------------------------------------------------------------
+
+    async def serve_stdio(self, stdin: Any = None, stdout: Any = None) -> None:
+        """Serve MCP over stdin/stdout until EOF (logs go to stderr)."""
+        from .transports.stdio import StdioTransport
+
+        await self.startup(transport="stdio")
+        try:
+            await StdioTransport(self._stdio_runtime()).serve(stdin, stdout)
+        finally:
+            await self.shutdown()
+
+    def _stdio_runtime(self) -> Runtime:
+        return Runtime(settings=self.settings, dispatcher=self.dispatcher, services=self.services,
+                       notifier=self.notifier, bus=self.bus, sessions=self.sessions, live=self.live,
+                       session_mode="stateful", server_info=self.server_info)
+
+    def run(self, transport: str | None = None, *, host: str | None = None, port: int | None = None) -> None:
+        """Serve until interrupted: HTTP with uvicorn, or stdio."""
+        from .cli import serve
+
+        serve(self, transport or self.settings.transport, host=host or self.settings.http_host,
+              port=port if port is not None else self.settings.http_port)
+
+
+async def _plain_json(send: Send, status: int, obj: Any) -> None:
+    body = _json.dumps(obj)
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+

@@ -1,0 +1,180 @@
+"""Settings from the environment, validated once at startup.
+
+Variable names follow the reference framework (``MCP_*``) so operators of either feel at home.
+Every parse error is a :class:`~mcpcore.errors.ConfigurationError` naming the variable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, TypeVar
+
+from .errors import ConfigurationError
+from .logs import normalize_level
+
+__all__ = ["SessionMode", "Settings"]
+
+T = TypeVar("T")
+SessionModeName = Literal["stateless", "stateful", "auto"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMode:
+    """How 2025-era HTTP clients are served.
+
+    ``default`` is used when ``MCP_SESSION_MODE`` is unset; ``require`` makes the app refuse to
+    start over HTTP when the resolved mode is not the required one (an operator cannot silently
+    switch a server whose tools need a live session to ``stateless``).
+    """
+
+    default: SessionModeName = "auto"
+    require: SessionModeName | None = None
+
+
+def _bool(name: str, raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(f"{name} must be true or false, got {raw!r}")
+
+
+def _int(lo: int, hi: int | None = None) -> Callable[[str, str], int]:
+    def parse(name: str, raw: str) -> int:
+        try:
+            v = int(raw.strip())
+        except ValueError:
+            raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+        if v < lo or (hi is not None and v > hi):
+            bound = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
+            raise ConfigurationError(f"{name} must be {bound}, got {v}")
+        return v
+
+    return parse
+
+
+def _choice(*options: str, aliases: Mapping[str, str] | None = None) -> Callable[[str, str], str]:
+    def parse(name: str, raw: str) -> str:
+        v = raw.strip().lower()
+        v = (aliases or {}).get(v, v)
+        if v not in options:
+            raise ConfigurationError(f"{name} must be one of {', '.join(options)}; got {raw!r}")
+        return v
+
+    return parse
+
+
+def _csv(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in raw.split(",") if p.strip())
+
+
+def _str(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _level(name: str, raw: str) -> str:
+    lvl = normalize_level(raw)
+    if lvl is None:
+        raise ConfigurationError(f"{name} must be an RFC 5424 level (debug, info, notice, warning, error, ...)")
+    return lvl
+
+
+def _path(name: str, raw: str) -> str:
+    v = raw.strip()
+    if not v.startswith("/"):
+        raise ConfigurationError(f"{name} must start with '/', got {raw!r}")
+    return v.rstrip("/") or "/"
+
+
+def _env(var: str, parse: Callable[[str, Any], Any], default: Any) -> Any:
+    return field(default=default, metadata={"env": var, "parse": parse})
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every runtime setting of an :class:`~mcpcore.McpApp`, with the variable that sets it."""
+
+    log_level: str = _env("MCP_LOG_LEVEL", _level, "info")
+    transport: str = _env("MCP_TRANSPORT_TYPE", _choice("http", "stdio"), "http")
+    http_host: str = _env("MCP_HTTP_HOST", _str, "127.0.0.1")
+    http_port: int = _env("MCP_HTTP_PORT", _int(0, 65535), 8000)
+    endpoint_path: str = _env("MCP_HTTP_ENDPOINT_PATH", _path, "/mcp")
+    max_body_bytes: int = _env("MCP_HTTP_MAX_BODY_BYTES", _int(0), 1_048_576)
+    max_json_depth: int = _env("MCP_HTTP_MAX_JSON_DEPTH", _int(2, 10_000), 64)
+    session_mode: str | None = _env("MCP_SESSION_MODE", _choice("stateless", "stateful", "auto"), None)
+    session_idle_ms: int = _env("MCP_STATEFUL_SESSION_STALE_TIMEOUT_MS", _int(1000), 1_800_000)
+    max_sessions: int = _env("MCP_MAX_SESSIONS", _int(1), 10_000)
+    allowed_origins: tuple[str, ...] = _env("MCP_ALLOWED_ORIGINS", _csv, ())
+    allowed_hosts: tuple[str, ...] = _env("MCP_ALLOWED_HOSTS", _csv, ())
+    sse_keepalive_ms: int = _env("MCP_HTTP_SSE_KEEPALIVE_MS", _int(0), 15_000)
+    resumability: bool = _env("MCP_HTTP_RESUMABILITY", _bool, True)
+    resumability_max_events: int = _env("MCP_HTTP_RESUMABILITY_MAX_EVENTS", _int(1), 512)
+    resumability_ttl_ms: int = _env("MCP_HTTP_RESUMABILITY_TTL_MS", _int(1000), 300_000)
+    sse_retry_ms: int = _env("MCP_HTTP_SSE_RETRY_MS", _int(0), 1000)
+    legacy_sse: bool = _env("MCP_HTTP_LEGACY_SSE", _bool, False)
+    list_page_size: int = _env("MCP_LIST_PAGE_SIZE", _int(1, 10_000), 100)
+    max_input_rounds: int = _env("MCP_MAX_INPUT_ROUNDS", _int(1, 100), 10)
+    client_request_timeout_ms: int = _env("MCP_CLIENT_REQUEST_TIMEOUT_MS", _int(100), 300_000)
+    expose_stateless_session_id: bool = _env("MCP_EXPOSE_STATELESS_SESSION_ID", _bool, False)
+    public_url: str | None = _env("MCP_PUBLIC_URL", _str, None)
+    storage_provider: str = _env("STORAGE_PROVIDER_TYPE",
+                                 _choice("in-memory", "filesystem", "redis",
+                                         aliases={"mem": "in-memory", "memory": "in-memory", "fs": "filesystem"}),
+                                 "in-memory")
+    storage_path: str = _env("STORAGE_FILESYSTEM_PATH", _str, "./.storage")
+    storage_max_entries: int = _env("STORAGE_MAX_ENTRIES", _int(1), 10_000)
+    redis_url: str | None = _env("REDIS_URL", _str, None)
+    session_store: str = _env("MCP_SESSION_STORE", _choice("memory", "redis"), "memory")
+    storage_cursor_key: str | None = _env("MCP_STORAGE_CURSOR_KEY", _str, None)
+    request_state_key: str | None = _env("MCP_REQUEST_STATE_KEY", _str, None)
+    auth_mode: str = _env("MCP_AUTH_MODE", _choice("none", "jwt", "oauth"), "none")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Read every setting from ``environ`` (default ``os.environ``); ``overrides`` win.
+
+        Raises:
+            ConfigurationError: a variable is malformed; the message names it.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            var = f.metadata.get("env")
+            raw = env.get(var) if var else None
+            if raw is not None and raw.strip() != "":
+                values[f.name] = f.metadata["parse"](var, raw)
+        unknown = set(overrides) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ConfigurationError(f"unknown settings: {', '.join(sorted(unknown))}")
+        values.update(overrides)
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)
+
+    @staticmethod
+    def variables() -> list[tuple[str, str, Any]]:
+        """``(variable, field, default)`` for every setting, for docs and ``--help``."""
+        return [(f.metadata["env"], f.name, f.default) for f in fields(Settings) if "env" in f.metadata]
+
+    def resolve_session_mode(self, declared: SessionMode) -> str:
+        """The effective 2025-era session mode: the variable wins over the code's default.
+
+        Raises:
+            ConfigurationError: the resolved mode breaks ``declared.require``.
+        """
+        mode = self.session_mode or declared.default
+        if declared.require is not None and mode != declared.require and not (
+            declared.require == "stateful" and mode == "auto"
+        ):
+            raise ConfigurationError(
+                f"MCP_SESSION_MODE={mode} but this server requires {declared.require!r} sessions "
+                "(its tools need a live session to ask the client); unset MCP_SESSION_MODE or set it to "
+                f"{declared.require}"
+            )
+        return mode

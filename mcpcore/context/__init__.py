@@ -1,0 +1,28 @@
+"""The per-request ``Context`` and its facets."""
+
+from .context import Context, RequestContext, create_request_context, with_extra
+from .enrich import ContentCollect, Enrich
+from .log import ContextLogger
+from .outbound import NullOutbound, Outbound
+from .scope import AuthInfo, ContextServices, RequestScope
+from .signal import CancelSignal
+from .state import ContextState, StateItem, StatePage
+
+__all__ = [
+    "AuthInfo",
+    "CancelSignal",
+    "ContentCollect",
+    "Context",
+    "ContextLogger",
+    "ContextServices",
+    "ContextState",
+    "Enrich",
+    "NullOutbound",
+    "Outbound",
+    "RequestContext",
+    "RequestScope",
+    "StateItem",
+    "StatePage",
+    "create_request_context",
+    "with_extra",
+]

@@ -1,0 +1,247 @@
+"""``Context``: the one object every handler receives, and its ``RequestContext`` base."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ErrorContract, JsonRpcErrorCode, McpError
+from .enrich import ContentCollect, Enrich
+from .log import ContextLogger
+from .scope import AuthInfo, RequestScope, new_request_token
+from .state import ContextState
+
+if TYPE_CHECKING:
+    from .signal import CancelSignal
+
+__all__ = ["Context", "RequestContext", "create_request_context", "with_extra"]
+
+_CANONICAL = ("requestId", "traceId", "spanId", "tenantId", "sessionId", "operation")
+
+
+class RequestContext:
+    """Request identity and correlation. Closed: these fields and nothing else; ad-hoc
+    correlation data goes in ``extra`` (see :func:`with_extra`)."""
+
+    __slots__ = ("_started", "auth", "extra", "operation", "request_id", "session_id", "span_id", "tenant_id",
+                 "trace_id")
+
+    def __init__(
+        self,
+        *,
+        request_id: str | None = None,
+        tenant_id: str | None = None,
+        session_id: str | None = None,
+        trace_id: str | None = None,
+        span_id: str | None = None,
+        auth: AuthInfo | None = None,
+        operation: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        started: float | None = None,
+    ) -> None:
+        self.request_id: str = request_id or new_request_token()
+        self.tenant_id = tenant_id
+        self.session_id = session_id
+        self.trace_id = trace_id
+        self.span_id = span_id
+        self.auth = auth
+        self.operation = operation
+        self.extra: Mapping[str, Any] | None = dict(extra) if extra else None
+        self._started = started if started is not None else time.time()
+
+    @property
+    def timestamp(self) -> str:
+        """ISO 8601 start time of the request."""
+        t = self._started
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1000):03d}Z"
+
+    def _correlation(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"requestId": self.request_id}
+        if self.trace_id:
+            out["traceId"] = self.trace_id
+        if self.span_id:
+            out["spanId"] = self.span_id
+        if self.tenant_id:
+            out["tenantId"] = self.tenant_id
+        if self.session_id:
+            out["sessionId"] = self.session_id
+        if self.operation:
+            out["operation"] = self.operation
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(request_id={self.request_id!r}, tenant_id={self.tenant_id!r})"
+
+
+class Context(RequestContext):
+    """Everything a handler gets: identity, ``log``, ``state``, ``signal``, ``enrich``,
+    ``content``, notifications, progress and the error contract.
+
+    Declare it as a parameter annotated ``Context`` (any name); it never appears in a schema.
+    """
+
+    __slots__ = ("_content", "_enrich", "_errors", "_log", "_scope", "_state", "uri")
+
+    def __init__(
+        self,
+        scope: RequestScope,
+        *,
+        operation: str | None = None,
+        errors: Sequence[ErrorContract] = (),
+        uri: str | None = None,
+    ) -> None:
+        self.request_id = scope.request_id
+        self.tenant_id = scope.tenant_id
+        self.session_id = scope.session_id
+        self.trace_id = scope.trace_id
+        self.span_id = scope.span_id
+        self.auth = scope.auth
+        self.operation = operation
+        self.extra = None
+        self._started = scope.started
+        self._scope = scope
+        self._errors = errors
+        self.uri = uri
+        self._log: ContextLogger | None = None
+        self._state: ContextState | None = None
+        self._enrich: Enrich | None = None
+        self._content: ContentCollect | None = None
+
+    @property
+    def log(self) -> ContextLogger:
+        """The request-scoped, dual-sink structured logger."""
+        if self._log is None:
+            self._log = ContextLogger(self)
+        return self._log
+
+    @property
+    def state(self) -> ContextState:
+        """Tenant-scoped key-value storage."""
+        if self._state is None:
+            self._state = ContextState(self._scope.services.state, self.tenant_id)
+        return self._state
+
+    @property
+    def enrich(self) -> Enrich:
+        """Success-path enrichment (notices, totals, the parsed query)."""
+        if self._enrich is None:
+            self._enrich = Enrich()
+        return self._enrich
+
+    @property
+    def content(self) -> ContentCollect:
+        """Non-text content blocks prepended to ``content[]``."""
+        if self._content is None:
+            self._content = ContentCollect()
+        return self._content
+
+    @property
+    def signal(self) -> CancelSignal:
+        """Fires when the client cancels this request or its stream closes."""
+        return self._scope.signal
+
+    @property
+    def client_capabilities(self) -> dict[str, Any] | None:
+        """What the client declared (``initialize`` on 2025 sessions, the request's envelope on
+        2026-07-28); ``{}`` when it declared none, ``None`` when no view exists."""
+        return self._scope.client_capabilities
+
+    @property
+    def protocol_version(self) -> str:
+        """The protocol revision this request is served under."""
+        return self._scope.protocol_version
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send ``notifications/progress`` when the request carried a ``progressToken``."""
+        token = self._scope.progress_token
+        if token is None:
+            return
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        out = self._scope.outbound
+        out.post({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+        await out.drain()
+
+    def notify_tool_list_changed(self) -> None:
+        """Tell clients to re-list tools (fire-and-forget)."""
+        self._scope.services.notify({"kind": "tools"}, self._scope)
+
+    def notify_prompt_list_changed(self) -> None:
+        """Tell clients to re-list prompts (fire-and-forget)."""
+        self._scope.services.notify({"kind": "prompts"}, self._scope)
+
+    def notify_resource_list_changed(self) -> None:
+        """Tell clients to re-list resources (fire-and-forget)."""
+        self._scope.services.notify({"kind": "resources"}, self._scope)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell clients subscribed to ``uri`` that it changed (fire-and-forget)."""
+        self._scope.services.notify({"kind": "resource", "uri": uri}, self._scope)
+
+    def fail(self, reason: str, message: str | None = None, data: Mapping[str, Any] | None = None, *,
+             cause: BaseException | None = None) -> McpError:
+        """Build the :class:`McpError` for a declared failure; ``raise ctx.fail("no_match")``.
+
+        The code comes from the contract; ``data.reason`` is always the contract's reason. An
+        undeclared reason yields an ``InternalError`` naming the declared ones.
+        """
+        for c in self._errors:
+            if c.reason == reason:
+                payload = dict(data) if data else {}
+                payload["reason"] = c.reason
+                if c.retryable:
+                    payload.setdefault("retryable", True)
+                return McpError(c.code, message or c.when, payload, cause=cause)
+        return McpError(JsonRpcErrorCode.InternalError, f"Undeclared error reason {reason!r}.",
+                        {"reason": reason, "declaredReasons": [c.reason for c in self._errors]}, cause=cause)
+
+    def recovery_for(self, reason: str) -> dict[str, Any]:
+        """``{"recovery": {"hint": ...}}`` for a declared reason, ``{}`` otherwise."""
+        for c in self._errors:
+            if c.reason == reason:
+                return {"recovery": {"hint": c.recovery}}
+        return {}
+
+
+def with_extra(ctx: RequestContext, extra: Mapping[str, Any] | None = None, /, **fields: Any) -> Any:
+    """A copy of ``ctx`` whose ``extra`` is the parent's merged with the new fields."""
+    out = copy.copy(ctx)
+    merged = dict(ctx.extra or {})
+    if extra:
+        merged.update(extra)
+    merged.update(fields)
+    out.extra = merged
+    if isinstance(out, Context):
+        out._log = None
+    return out
+
+
+def create_request_context(
+    *,
+    parent_context: RequestContext | None = None,
+    operation: str | None = None,
+    additional_context: Mapping[str, Any] | None = None,
+    tenant_id: str | None = None,
+) -> RequestContext:
+    """A derived context for a sub-operation (or a fresh one): identity from the parent,
+    ``operation`` replaced, ``additional_context`` merged into ``extra``."""
+    if parent_context is None:
+        return RequestContext(operation=operation, extra=additional_context, tenant_id=tenant_id)
+    extra = dict(parent_context.extra or {})
+    extra.update(additional_context or {})
+    return RequestContext(
+        request_id=parent_context.request_id,
+        tenant_id=tenant_id if tenant_id is not None else parent_context.tenant_id,
+        session_id=parent_context.session_id,
+        trace_id=parent_context.trace_id,
+        span_id=parent_context.span_id,
+        auth=parent_context.auth,
+        operation=operation or parent_context.operation,
+        extra=extra,
+        started=parent_context._started,
+    )

@@ -1,0 +1,101 @@
+"""The raw parts of one request, filled by the transport and read by ``Context``."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.versions import Era
+from .outbound import NullOutbound, Outbound
+from .signal import CancelSignal
+
+if TYPE_CHECKING:
+    from ..storage.service import StateService
+
+__all__ = ["AuthInfo", "ContextServices", "RequestScope", "new_request_token"]
+
+_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+def new_request_token() -> str:
+    """A generated request id of the form ``XXXXX-XXXXX``."""
+    b = os.urandom(10)
+    chars = [_ALPHABET[x & 31] for x in b]
+    return "".join(chars[:5]) + "-" + "".join(chars[5:])
+
+
+@dataclass(frozen=True, slots=True)
+class AuthInfo:
+    """Who is calling: the verified token's claims, as ``ctx.auth``."""
+
+    client_id: str
+    scopes: tuple[str, ...] = ()
+    subject: str | None = None
+    tenant_id: str | None = None
+    expires_at: int | None = None
+    token: str | None = field(default=None, repr=False)
+    claims: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def sub(self) -> str | None:
+        return self.subject
+
+
+def _no_notify(event: dict[str, Any], scope: RequestScope) -> None:
+    return None
+
+
+@dataclass(slots=True, eq=False)
+class ContextServices:
+    """App-wide services a context reaches: state, the log floor, the notification router."""
+
+    state: StateService | None = None
+    log_floor: int = 20
+    notify: Callable[[dict[str, Any], RequestScope], None] = _no_notify
+    request_state_sealed: bool = False
+
+
+_DEFAULT_SERVICES = ContextServices()
+
+
+@dataclass(slots=True, eq=False)
+class RequestScope:
+    """Everything about one request that a handler's context needs."""
+
+    method: str = ""
+    jsonrpc_id: str | int | None = None
+    era: Era = Era.LEGACY
+    protocol_version: str = ""
+    services: ContextServices = _DEFAULT_SERVICES
+    outbound: Outbound = field(default_factory=NullOutbound)
+    session: Any = None
+    session_id: str | None = None
+    client_capabilities: dict[str, Any] | None = None
+    client_info: dict[str, Any] | None = None
+    client_log_level: int | None = None
+    progress_token: str | int | None = None
+    auth: AuthInfo | None = None
+    tenant_id: str | None = "default"
+    signal: CancelSignal = field(default_factory=CancelSignal)
+    meta: dict[str, Any] | None = None
+    input_responses: dict[str, Any] | None = None
+    request_state: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+    transport: str = "http"
+    error_code: int | None = None
+    started: float = field(default_factory=time.time)
+    _request_id: str | None = None
+
+    @property
+    def request_id(self) -> str:
+        """The client's id when it is a string, otherwise a generated ``XXXXX-XXXXX`` token."""
+        rid = self._request_id
+        if rid is None:
+            j = self.jsonrpc_id
+            rid = j if type(j) is str else new_request_token()
+            self._request_id = rid
+        return rid

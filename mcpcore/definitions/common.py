@@ -1,0 +1,57 @@
+"""What tool, resource and prompt definitions share: names, descriptions, sync/async calls."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio.to_thread
+
+from ..errors import ConfigurationError
+
+__all__ = ["NAME_RE", "check_name", "description_of", "make_caller"]
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+
+
+def check_name(kind: str, name: object) -> str:
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ConfigurationError(
+            f"{kind} name {name!r} is invalid: use 1-128 characters from letters, digits, '_', '-' and '.'"
+        )
+    return name
+
+
+def description_of(kind: str, name: str, explicit: str | None, fn: Callable[..., Any] | None) -> str:
+    if explicit is not None:
+        text = explicit.strip()
+    else:
+        doc = inspect.getdoc(fn) if fn is not None else None
+        text = (doc or "").strip()
+    if not text:
+        raise ConfigurationError(
+            f"{kind} {name!r} has no description: pass description= or write a docstring "
+            "(clients show it to the model, and several refuse definitions without one)"
+        )
+    return text
+
+
+def make_caller(fn: Callable[..., Any]) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+    """An async caller for ``fn``: awaited when async, run in a worker thread when sync."""
+    target = inspect.unwrap(fn)
+    if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(getattr(target, "__call__", None)):
+        async def call_async(kwargs: dict[str, Any]) -> Any:
+            return await fn(**kwargs)
+
+        return call_async
+
+    async def call_sync(kwargs: dict[str, Any]) -> Any:
+        result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    return call_sync

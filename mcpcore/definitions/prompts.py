@@ -1,0 +1,141 @@
+"""``@prompt``: a function that renders prompt messages from string arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+from ..content import PromptMessage, to_wire
+from ..errors import ConfigurationError
+from .common import check_name, description_of, make_caller
+from .schema import ArgsPlan, args_plan
+
+__all__ = ["PromptDefinition", "prompt"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+PROMPT_ATTR = "__mcpcore_prompt__"
+
+
+@dataclass(eq=False, slots=True)
+class PromptDefinition:
+    """A prompt, computed once."""
+
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    args: ArgsPlan
+    call: Callable[[dict[str, Any]], Any]
+    arguments: list[dict[str, Any]]
+    title: str | None = None
+    complete: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.title:
+            out["title"] = self.title
+        out["description"] = self.description
+        if self.arguments:
+            out["arguments"] = self.arguments
+        if self.icons:
+            out["icons"] = self.icons
+        if self.meta:
+            out["_meta"] = self.meta
+        return out
+
+    @staticmethod
+    def messages(value: Any) -> list[dict[str, Any]]:
+        """Turn a prompt function's return value into ``messages[]``."""
+        if isinstance(value, str):
+            return [{"role": "user", "content": {"type": "text", "text": value}}]
+        if isinstance(value, (PromptMessage, dict)):
+            value = [value]
+        out: list[dict[str, Any]] = []
+        for m in value:
+            if isinstance(m, str):
+                out.append({"role": "user", "content": {"type": "text", "text": m}})
+            elif isinstance(m, PromptMessage):
+                out.append(to_wire(m))
+            elif isinstance(m, dict):
+                out.append(to_wire(PromptMessage.model_validate(m)))
+            else:
+                raise TypeError(f"a prompt must return str, PromptMessage, dict or a list of them; got {type(m)}")
+        return out
+
+
+def build_prompt(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    complete: Mapping[str, Callable[..., Any]] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> PromptDefinition:
+    prompt_name = check_name("prompt", name or fn.__name__)
+    owner = f"prompt {prompt_name!r}"
+    desc = description_of("prompt", prompt_name, description, fn)
+    plan = args_plan(fn, owner, model_name=f"{prompt_name.replace('.', '_').replace('-', '_')}_args")
+    arguments: list[dict[str, Any]] = []
+    for fname, f in plan.model.model_fields.items():
+        entry: dict[str, Any] = {"name": f.alias or fname}
+        if f.title:
+            entry["title"] = f.title
+        if f.description:
+            entry["description"] = f.description
+        entry["required"] = f.is_required()
+        arguments.append(entry)
+    keys = {a["name"] for a in arguments}
+    for arg, fn_c in (complete or {}).items():
+        if arg not in keys:
+            raise ConfigurationError(f"{owner}: completion for unknown argument {arg!r}")
+        if not callable(fn_c):
+            raise ConfigurationError(f"{owner}: completion for {arg!r} must be callable")
+    return PromptDefinition(
+        name=prompt_name,
+        description=desc,
+        fn=fn,
+        args=plan,
+        call=make_caller(fn),
+        arguments=arguments,
+        title=title,
+        complete=dict(complete or {}),
+        icons=icons,
+        meta=dict(meta) if meta else None,
+    )
+
+
+@overload
+def prompt(fn: F, /) -> F: ...
+@overload
+def prompt(
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    complete: Mapping[str, Callable[..., Any]] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> Callable[[F], F]: ...
+def prompt(fn: Any = None, /, **options: Any) -> Any:
+    """Declare a prompt. Its parameters are the prompt's arguments (strings on the wire);
+    it returns ``str`` (one user message), a :class:`PromptMessage`, a dict, or a list of them.
+
+    Args:
+        name, title, description: as for tools (a description or docstring is required).
+        complete: ``{argument: fn(value, arguments) -> list[str]}`` for ``completion/complete``.
+    """
+    def decorate(f: Any) -> Any:
+        if not callable(f):
+            raise TypeError("@prompt decorates a function")
+        setattr(f, PROMPT_ATTR, build_prompt(f, **options))
+        return f
+
+    if fn is not None:
+        if options:
+            raise TypeError("use @prompt or @prompt(...)")
+        return decorate(fn)
+    return decorate

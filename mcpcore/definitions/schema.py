@@ -1,0 +1,182 @@
+"""Function signatures to pydantic models and portable JSON Schemas, computed once per definition."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
+from pydantic.json_schema import GenerateJsonSchema
+
+from ..errors import ConfigurationError
+
+__all__ = ["ArgsPlan", "OutputPlan", "args_plan", "json_schema", "object_schema", "output_plan"]
+
+
+class _Schema(GenerateJsonSchema):
+    """Pydantic's generator without the titles it invents from field and model names."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def model_schema(self, schema: Any) -> Any:
+        out = super().model_schema(schema)
+        cls = schema.get("cls")
+        explicit = getattr(cls, "model_config", {}).get("title") if cls is not None else None
+        if isinstance(out, dict) and "title" in out and not explicit:
+            out.pop("title", None)
+        return out
+
+
+def json_schema(adapter_or_model: TypeAdapter[Any] | type[BaseModel], *, mode: str = "validation") -> dict[str, Any]:
+    """The JSON Schema (2020-12) of a model or adapter, without generated titles."""
+    if isinstance(adapter_or_model, TypeAdapter):
+        schema = adapter_or_model.json_schema(schema_generator=_Schema, mode=mode)  # type: ignore[arg-type]
+    else:
+        schema = adapter_or_model.model_json_schema(schema_generator=_Schema, mode=mode)  # type: ignore[arg-type]
+    schema.pop("title", None)
+    return schema
+
+
+def object_schema(model: type[BaseModel], *, strict: bool) -> dict[str, Any]:
+    """An input schema: always ``type: object`` with ``properties``; closed when ``strict``."""
+    schema = json_schema(model)
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    if strict and model.model_config.get("extra") != "allow":
+        schema["additionalProperties"] = False
+    return schema
+
+
+def type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception:  # unresolvable forward references: fall back to the raw annotations
+        return dict(getattr(fn, "__annotations__", {}))
+
+
+def is_context_annotation(ann: Any) -> bool:
+    from ..context import Context
+
+    if ann is inspect.Parameter.empty:
+        return False
+    if isinstance(ann, str):
+        return ann.split(".")[-1].split("[")[0] == "Context"
+    if get_origin(ann) is typing.Annotated:
+        ann = get_args(ann)[0]
+    return isinstance(ann, type) and issubclass(ann, Context)
+
+
+@dataclass(frozen=True, slots=True)
+class ArgsPlan:
+    """How a callable's arguments are built from validated input.
+
+    ``model_param`` names the single pydantic-model parameter (the model *is* the input);
+    otherwise ``names`` lists the plain parameters filled from the synthesised model.
+    """
+
+    model: type[BaseModel]
+    model_param: str | None
+    names: tuple[str, ...]
+    ctx_param: str | None
+    field_keys: frozenset[str]
+
+    def kwargs(self, validated: BaseModel) -> dict[str, Any]:
+        if self.model_param is not None:
+            return {self.model_param: validated}
+        d = validated.__dict__
+        return {n: d[n] for n in self.names}
+
+
+def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_model: bool = True) -> ArgsPlan:
+    """Analyse ``fn``'s signature once: find the ``Context`` parameter and build the input model."""
+    sig = inspect.signature(fn)
+    hints = type_hints(fn)
+    ctx_param: str | None = None
+    params: list[inspect.Parameter] = []
+    for p in sig.parameters.values():
+        ann = hints.get(p.name, p.annotation)
+        if is_context_annotation(ann):
+            if ctx_param is not None:
+                raise ConfigurationError(f"{owner}: more than one Context parameter")
+            ctx_param = p.name
+            continue
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise ConfigurationError(f"{owner}: *args and **kwargs cannot be described to a client; "
+                                     "declare each argument or take one pydantic model")
+        if p.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise ConfigurationError(f"{owner}: positional-only parameter {p.name!r} is not supported")
+        params.append(p)
+    if allow_model and len(params) == 1:
+        ann = hints.get(params[0].name, params[0].annotation)
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            model = ann
+            keys = frozenset(_field_keys(model))
+            return ArgsPlan(model, params[0].name, (), ctx_param, keys)
+    fields: dict[str, Any] = {}
+    for p in params:
+        if p.name.startswith("_"):
+            raise ConfigurationError(f"{owner}: parameter {p.name!r} starts with '_'; such keys are reserved for "
+                                     "client artifacts and are never passed to handlers")
+        ann = hints.get(p.name, p.annotation)
+        if ann is inspect.Parameter.empty:
+            ann = Any
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (ann, default)
+    try:
+        model = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+    except Exception as exc:
+        raise ConfigurationError(f"{owner}: cannot build an input schema from its parameters: {exc}") from exc
+    return ArgsPlan(model, None, tuple(fields), ctx_param, frozenset(_field_keys(model)))
+
+
+def _field_keys(model: type[BaseModel]) -> set[str]:
+    keys: set[str] = set()
+    for name, f in model.model_fields.items():
+        keys.add(f.alias or name)
+        if model.model_config.get("populate_by_name") or model.model_config.get("validate_by_name"):
+            keys.add(name)
+    return keys
+
+
+@dataclass(frozen=True, slots=True)
+class OutputPlan:
+    """How a tool's return value becomes ``structuredContent``."""
+
+    adapter: TypeAdapter[Any]
+    model: type[BaseModel] | None
+    wrap: bool
+    schema: dict[str, Any]
+
+    def dump(self, value: Any) -> Any:
+        """Validate ``value`` against the declared return type and dump it as JSON data."""
+        if self.model is not None and type(value) is self.model:
+            out = value.model_dump(mode="json", by_alias=True)
+        else:
+            out = self.adapter.dump_python(self.adapter.validate_python(value), mode="json", by_alias=True)
+        return {"result": out} if self.wrap else out
+
+
+def _is_objectish(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "object"
+
+
+def output_plan(ann: Any, owner: str) -> OutputPlan:
+    """Plan the structured output of a return annotation; scalars and lists are wrapped as
+    ``{"result": ...}`` so ``outputSchema`` stays an object (as 2025-era clients require)."""
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(ann)
+        schema = json_schema(adapter, mode="serialization")
+    except Exception as exc:
+        raise ConfigurationError(f"{owner}: return annotation {ann!r} has no JSON Schema: {exc}") from exc
+    model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+    if _is_objectish(schema):
+        return OutputPlan(adapter, model, False, schema)
+    defs = schema.pop("$defs", None)
+    wrapped: dict[str, Any] = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+    if defs:
+        wrapped["$defs"] = defs
+    return OutputPlan(adapter, None, True, wrapped)

@@ -1,0 +1,260 @@
+"""``@tool``: a plain function becomes an MCP tool, described once at decoration time."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel
+
+from ..content import CONTENT_TYPES, ToolResult
+from ..errors import ConfigurationError, ErrorContract, validate_contracts
+from .common import check_name, description_of, make_caller
+from .schema import ArgsPlan, OutputPlan, args_plan, json_schema, object_schema, output_plan, type_hints
+
+__all__ = ["ToolDefinition", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+TOOL_ATTR = "__mcpcore_tool__"
+
+_ANNOTATION_KEYS = {
+    "title": "title",
+    "read_only_hint": "readOnlyHint", "readOnlyHint": "readOnlyHint", "read_only": "readOnlyHint",
+    "destructive_hint": "destructiveHint", "destructiveHint": "destructiveHint", "destructive": "destructiveHint",
+    "idempotent_hint": "idempotentHint", "idempotentHint": "idempotentHint", "idempotent": "idempotentHint",
+    "open_world_hint": "openWorldHint", "openWorldHint": "openWorldHint", "open_world": "openWorldHint",
+}
+_HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+
+def _annotations(owner: str, raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    out: dict[str, Any] = {}
+    for k, v in raw.items():
+        key = _ANNOTATION_KEYS.get(k)
+        if key is None:
+            raise ConfigurationError(f"{owner}: unknown annotation {k!r}")
+        if key != "title" and not isinstance(v, bool):
+            raise ConfigurationError(f"{owner}: annotation {k!r} must be a bool")
+        out[key] = v
+    return out
+
+
+def _is_content_annotation(ann: Any) -> bool:
+    import typing
+
+    if ann is ToolResult:
+        return True
+    if isinstance(ann, type) and issubclass(ann, CONTENT_TYPES):
+        return True
+    origin = typing.get_origin(ann)
+    args = typing.get_args(ann)
+    if origin in (list, Sequence) and args:
+        return _is_content_annotation(args[0])
+    if origin is typing.Union or type(ann).__name__ == "UnionType":
+        return all(_is_content_annotation(a) for a in args)
+    return False
+
+
+@dataclass(eq=False, slots=True)
+class ToolDefinition:
+    """Everything a server needs to list and call one tool, computed once."""
+
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    args: ArgsPlan
+    call: Callable[[dict[str, Any]], Any]
+    title: str | None = None
+    output: OutputPlan | None = None
+    returns_content: bool = False
+    format: Callable[[Any], Sequence[Any]] | None = None
+    annotations: dict[str, Any] | None = None
+    errors: tuple[ErrorContract, ...] = ()
+    enrichment: type[BaseModel] | None = None
+    enrichment_trailer: Mapping[str, Any] = field(default_factory=dict)
+    auth: tuple[str, ...] = ()
+    meta: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    input_schema: dict[str, Any] = field(default_factory=dict)
+    output_schema: dict[str, Any] | None = None
+    header_params: dict[str, str] = field(default_factory=dict)
+    uses_request_input: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        """The ``Tool`` object of ``tools/list``."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.title:
+            out["title"] = self.title
+        out["description"] = self.description
+        out["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            out["outputSchema"] = self.output_schema
+        if self.annotations:
+            out["annotations"] = self.annotations
+        if self.icons:
+            out["icons"] = self.icons
+        if self.meta:
+            out["_meta"] = self.meta
+        return out
+
+
+def _enrichment_schema(owner: str, output: dict[str, Any], enrichment: type[BaseModel]) -> dict[str, Any]:
+    extra = json_schema(enrichment)
+    props = dict(output.get("properties", {}))
+    for k, v in extra.get("properties", {}).items():
+        if k in props:
+            raise ConfigurationError(f"{owner}: enrichment field {k!r} collides with an output field")
+        props[k] = v
+    merged = {**output, "properties": props}
+    req = list(output.get("required", [])) + list(extra.get("required", []))
+    if req:
+        merged["required"] = req
+    defs = {**output.get("$defs", {}), **extra.get("$defs", {})}
+    if defs:
+        merged["$defs"] = defs
+    return merged
+
+
+def _header_params(owner: str, schema: dict[str, Any], declared: Mapping[str, str] | None) -> dict[str, str]:
+    """Mark arguments to be mirrored into ``Mcp-Param-<Name>`` HTTP headers (``x-mcp-header``)."""
+    out: dict[str, str] = {}
+    props = schema.get("properties", {})
+    for arg, props_schema in props.items():
+        if isinstance(props_schema, dict) and "x-mcp-header" in props_schema:
+            out[arg] = props_schema["x-mcp-header"]
+    for arg, header in (declared or {}).items():
+        if arg not in props:
+            raise ConfigurationError(f"{owner}: header parameter {arg!r} is not an argument")
+        props[arg]["x-mcp-header"] = header
+        out[arg] = header
+    seen: set[str] = set()
+    for arg, header in out.items():
+        if not isinstance(header, str) or not _HEADER_NAME.match(header):
+            raise ConfigurationError(f"{owner}: header name {header!r} for {arg!r} is not an RFC 9110 token")
+        if header.lower() in seen:
+            raise ConfigurationError(f"{owner}: header name {header!r} is used twice")
+        seen.add(header.lower())
+        t = props[arg].get("type")
+        if t not in ("string", "integer", "boolean"):
+            raise ConfigurationError(f"{owner}: header parameter {arg!r} must be a string, integer or boolean")
+    return out
+
+
+def build_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    annotations: Mapping[str, Any] | None = None,
+    format: Callable[[Any], Sequence[Any]] | None = None,
+    errors: Sequence[ErrorContract] = (),
+    enrichment: type[BaseModel] | None = None,
+    enrichment_trailer: Mapping[str, Any] | None = None,
+    auth: Sequence[str] = (),
+    meta: Mapping[str, Any] | None = None,
+    icons: Sequence[Mapping[str, Any]] | None = None,
+    structured: bool = True,
+    header_params: Mapping[str, str] | None = None,
+) -> ToolDefinition:
+    """Build a :class:`ToolDefinition` from ``fn``; raises :class:`ConfigurationError` on mistakes."""
+    tool_name = check_name("tool", name or fn.__name__)
+    owner = f"tool {tool_name!r}"
+    desc = description_of("tool", tool_name, description, fn)
+    plan = args_plan(fn, owner, model_name=f"{tool_name.replace('.', '_').replace('-', '_')}_arguments")
+    input_schema = object_schema(plan.model, strict=True)
+    hparams = _header_params(owner, input_schema, header_params)
+    ret = type_hints(fn).get("return", None)
+    output: OutputPlan | None = None
+    returns_content = False
+    if ret is not None and ret is not type(None):
+        if _is_content_annotation(ret):
+            returns_content = True
+        elif structured:
+            output = output_plan(ret, owner)
+    if enrichment is not None and not (isinstance(enrichment, type) and issubclass(enrichment, BaseModel)):
+        raise ConfigurationError(f"{owner}: enrichment= must be a pydantic model class")
+    output_schema = output.schema if output is not None else None
+    if enrichment is not None:
+        base = output_schema or {"type": "object", "properties": {}}
+        output_schema = _enrichment_schema(owner, base, enrichment)
+    for scope in auth:
+        if not isinstance(scope, str) or not scope or any(c.isspace() for c in scope):
+            raise ConfigurationError(f"{owner}: auth scope {scope!r} must be a non-empty string without spaces")
+    return ToolDefinition(
+        name=tool_name,
+        description=desc,
+        fn=fn,
+        args=plan,
+        call=make_caller(fn),
+        title=title,
+        output=output,
+        returns_content=returns_content,
+        format=format,
+        annotations=_annotations(owner, annotations),
+        errors=validate_contracts(owner, errors),
+        enrichment=enrichment,
+        enrichment_trailer=dict(enrichment_trailer or {}),
+        auth=tuple(auth),
+        meta=dict(meta) if meta else None,
+        icons=[dict(i) for i in icons] if icons else None,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        header_params=hparams,
+    )
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    annotations: Mapping[str, Any] | None = None,
+    format: Callable[[Any], Sequence[Any]] | None = None,
+    errors: Sequence[ErrorContract] = (),
+    enrichment: type[BaseModel] | None = None,
+    enrichment_trailer: Mapping[str, Any] | None = None,
+    auth: Sequence[str] = (),
+    meta: Mapping[str, Any] | None = None,
+    icons: Sequence[Mapping[str, Any]] | None = None,
+    structured: bool = True,
+    header_params: Mapping[str, str] | None = None,
+) -> Callable[[F], F]: ...
+def tool(fn: Any = None, /, **options: Any) -> Any:
+    """Declare a tool. Works bare (``@tool``) or with options (``@tool(name=..., ...)``).
+
+    The function is returned unchanged (still directly callable in tests); its definition is
+    attached and collected by :meth:`McpApp.include` or ``McpApp(tools=[...])``.
+
+    Args:
+        name: wire name (default: the function name).
+        title: display name.
+        description: what the tool does (default: the docstring; one of them is required).
+        annotations: behaviour hints (``read_only_hint``/``readOnlyHint``, ``destructive_hint``, ...).
+        format: renders the return value into ``content[]`` blocks (default: JSON text).
+        errors: the declared failures (:class:`ErrorContract`), reachable through ``ctx.fail``.
+        enrichment: a pydantic model of the fields ``ctx.enrich`` may add to the result.
+        enrichment_trailer: per-field ``{"label": str}`` or ``{"render": callable}`` for the trailer.
+        auth: scopes a caller must hold.
+        meta: ``_meta`` of the tool in ``tools/list``.
+        structured: ``False`` to send no ``outputSchema``/``structuredContent``.
+        header_params: ``{argument: HeaderName}`` mirrored into ``Mcp-Param-<HeaderName>`` (2026-07-28).
+    """
+    def decorate(f: Any) -> Any:
+        if not callable(f):
+            raise TypeError("@tool decorates a function")
+        setattr(f, TOOL_ATTR, build_tool(f, **options))
+        return f
+
+    if fn is not None:
+        if options:
+            raise TypeError("use @tool or @tool(...)")
+        return decorate(fn)
+    return decorate

@@ -1,0 +1,251 @@
+"""Errors of mcpcore and how they reach the wire.
+
+Hierarchy::
+
+    Exception
+     ├── McpError                 a JSON-RPC error with a code, message and data; the one error
+     │                            type handlers raise on purpose (factories below build it)
+     └── ConfigurationError       a mistake in definitions or settings, raised at decoration or
+                                  startup time and never sent to a client
+
+``ctx.request_input`` raises ``InputRequired`` (in :mod:`mcpcore.inputs`), which is a signal, not an
+error: it never reaches the classifier below.
+
+Exactly one place turns an arbitrary exception into a wire error: :func:`classify`. A tool turns
+the result into an ``isError`` result; every other method into a JSON-RPC error response.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+__all__ = [
+    "ConfigurationError",
+    "ErrorContract",
+    "JsonRpcErrorCode",
+    "McpError",
+    "classify",
+    "conflict",
+    "forbidden",
+    "internal_error",
+    "invalid_params",
+    "invalid_request",
+    "method_not_found",
+    "not_found",
+    "rate_limited",
+    "serialization_error",
+    "service_unavailable",
+    "timeout",
+    "unauthorized",
+    "validation_error",
+]
+
+
+class JsonRpcErrorCode(IntEnum):
+    """JSON-RPC and MCP error codes, with the reference framework's application codes."""
+
+    ParseError = -32700
+    InvalidRequest = -32600
+    MethodNotFound = -32601
+    InvalidParams = -32602
+    InternalError = -32603
+    ServiceUnavailable = -32000
+    NotFound = -32001
+    Conflict = -32002
+    RateLimited = -32003
+    Timeout = -32004
+    Forbidden = -32005
+    Unauthorized = -32006
+    ValidationError = -32007
+    ConfigurationError = -32008
+    InitializationFailed = -32009
+    DatabaseError = -32010
+    RequestCancelled = -32011
+    HeaderMismatch = -32020
+    MissingRequiredClientCapability = -32021
+    UnsupportedProtocolVersion = -32022
+    UrlElicitationRequired = -32042
+    SerializationError = -32070
+    UnknownError = -32099
+
+    # The 2025-era wire code for "resource not found" (the same number as Conflict).
+    ResourceNotFound = -32002
+
+
+class McpError(Exception):
+    """An error with a JSON-RPC code, a client-visible message and optional ``data``.
+
+    Args:
+        code: a :class:`JsonRpcErrorCode` or any integer code.
+        message: the client-visible message.
+        data: JSON-serialisable details; ``data.reason`` names a declared error contract entry.
+        cause: the underlying exception, kept as ``__cause__`` for logs (never sent).
+    """
+
+    def __init__(
+        self,
+        code: int,
+        message: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        *,
+        cause: BaseException | None = None,
+    ) -> None:
+        self.code = int(code)
+        self.message = message if message is not None else _default_message(self.code)
+        self.data: dict[str, Any] | None = dict(data) if data is not None else None
+        super().__init__(self.message)
+        if cause is not None:
+            self.__cause__ = cause
+
+    def __repr__(self) -> str:
+        return f"McpError(code={self.code}, message={self.message!r}, data={self.data!r})"
+
+    def to_wire(self, request_id: str | None = None) -> dict[str, Any]:
+        """The JSON-RPC ``error`` object, with ``data.requestId`` when given."""
+        data = dict(self.data) if self.data else {}
+        if request_id is not None:
+            data.setdefault("requestId", request_id)
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if data:
+            err["data"] = data
+        return err
+
+
+class ConfigurationError(Exception):
+    """A definition or setting is wrong; raised at decoration or startup, never on the wire."""
+
+
+def _default_message(code: int) -> str:
+    try:
+        name = JsonRpcErrorCode(code).name
+    except ValueError:
+        return "Error"
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", name)
+
+
+def _factory(code: JsonRpcErrorCode, doc: str) -> Any:
+    def make(
+        message: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        *,
+        cause: BaseException | None = None,
+    ) -> McpError:
+        return McpError(code, message, data, cause=cause)
+
+    make.__doc__ = doc
+    return make
+
+
+invalid_params = _factory(JsonRpcErrorCode.InvalidParams, "An ``InvalidParams`` (-32602) error.")
+invalid_request = _factory(JsonRpcErrorCode.InvalidRequest, "An ``InvalidRequest`` (-32600) error.")
+method_not_found = _factory(JsonRpcErrorCode.MethodNotFound, "A ``MethodNotFound`` (-32601) error.")
+internal_error = _factory(JsonRpcErrorCode.InternalError, "An ``InternalError`` (-32603) error.")
+not_found = _factory(JsonRpcErrorCode.NotFound, "A ``NotFound`` (-32001) error.")
+forbidden = _factory(JsonRpcErrorCode.Forbidden, "A ``Forbidden`` (-32005) error.")
+unauthorized = _factory(JsonRpcErrorCode.Unauthorized, "An ``Unauthorized`` (-32006) error.")
+validation_error = _factory(JsonRpcErrorCode.ValidationError, "A ``ValidationError`` (-32007) error.")
+conflict = _factory(JsonRpcErrorCode.Conflict, "A ``Conflict`` (-32002) error.")
+rate_limited = _factory(JsonRpcErrorCode.RateLimited, "A ``RateLimited`` (-32003) error.")
+timeout = _factory(JsonRpcErrorCode.Timeout, "A ``Timeout`` (-32004) error.")
+service_unavailable = _factory(JsonRpcErrorCode.ServiceUnavailable, "A ``ServiceUnavailable`` (-32000) error.")
+serialization_error = _factory(JsonRpcErrorCode.SerializationError, "A ``SerializationError`` (-32070) error.")
+
+
+_REASON = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorContract:
+    """One declared failure of a tool or resource (``errors=[...]``).
+
+    ``reason`` is a unique snake_case identifier sent as ``data.reason``; ``code`` the JSON-RPC
+    code the failure carries; ``when`` the default message; ``recovery`` the hint the framework
+    puts on the wire as ``data.recovery.hint`` whenever a failure carries this reason.
+    """
+
+    reason: str
+    code: int
+    when: str
+    recovery: str
+    retryable: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"reason": self.reason, "code": int(self.code), "when": self.when,
+                               "recovery": self.recovery}
+        if self.retryable:
+            out["retryable"] = True
+        return out
+
+
+def validate_contracts(owner: str, contracts: Sequence[ErrorContract]) -> tuple[ErrorContract, ...]:
+    """Check an ``errors=[...]`` list at definition time; raise :class:`ConfigurationError`."""
+    seen: set[str] = set()
+    for c in contracts:
+        if not isinstance(c, ErrorContract):
+            raise ConfigurationError(f"{owner}: errors[] entries must be ErrorContract, got {type(c).__name__}")
+        if not _REASON.match(c.reason):
+            raise ConfigurationError(f"{owner}: error reason {c.reason!r} must be snake_case")
+        if c.reason in seen:
+            raise ConfigurationError(f"{owner}: error reason {c.reason!r} is declared twice")
+        seen.add(c.reason)
+        if not c.when.strip():
+            raise ConfigurationError(f"{owner}: error {c.reason!r} needs a 'when' description")
+        if not c.recovery.strip():
+            raise ConfigurationError(f"{owner}: error {c.reason!r} needs a recovery hint")
+    return tuple(contracts)
+
+
+def fill_recovery(err: McpError, contracts: Sequence[ErrorContract]) -> dict[str, Any] | None:
+    """``err.data`` with the declared recovery hint added when its reason is declared.
+
+    The thrown error is never changed; a copy of its data is returned.
+    """
+    data = err.data
+    if not data or not contracts:
+        return data
+    reason = data.get("reason")
+    if reason is None or "recovery" in data:
+        return data
+    for c in contracts:
+        if c.reason == reason:
+            return {**data, "recovery": {"hint": c.recovery}}
+    return data
+
+
+_PATHS = re.compile(r"(?:[A-Za-z]:\\|/)(?:[\w.\-]+[/\\])+[\w.\-]*")
+
+
+def _scrub(text: str) -> str:
+    """Remove filesystem paths from a message that is about to leave the process."""
+    return _PATHS.sub("<path>", text)[:500]
+
+
+def classify(exc: BaseException) -> McpError:
+    """Turn any exception into the :class:`McpError` a client may see.
+
+    An :class:`McpError` passes through unchanged. Other exceptions are mapped by type to a code
+    with a message that carries no internals (no paths, no stack); unknown ones become
+    ``InternalError``.
+    """
+    if isinstance(exc, McpError):
+        return exc
+    name = type(exc).__name__
+    if name == "ValidationError" and hasattr(exc, "errors"):
+        return McpError(JsonRpcErrorCode.ValidationError, _scrub(str(exc).split("\n", 1)[0]), cause=exc)
+    if isinstance(exc, TimeoutError):
+        return McpError(JsonRpcErrorCode.Timeout, "The operation timed out.", cause=exc)
+    if isinstance(exc, PermissionError):
+        return McpError(JsonRpcErrorCode.Forbidden, "Permission denied.", cause=exc)
+    if isinstance(exc, FileNotFoundError):
+        return McpError(JsonRpcErrorCode.NotFound, "Not found.", cause=exc)
+    if isinstance(exc, ConnectionError):
+        return McpError(JsonRpcErrorCode.ServiceUnavailable, "An upstream service is unavailable.", cause=exc)
+    if isinstance(exc, ValueError) and not isinstance(exc, UnicodeError):
+        return McpError(JsonRpcErrorCode.ValidationError, _scrub(str(exc)) or "Invalid value.", cause=exc)
+    if isinstance(exc, NotImplementedError):
+        return McpError(JsonRpcErrorCode.InternalError, "Not implemented.", cause=exc)
+    return McpError(JsonRpcErrorCode.InternalError, "Internal error.", cause=exc)

@@ -1,0 +1,1 @@
+"""The wire layer: JSON-RPC envelopes, protocol revisions and their eras."""

@@ -1,0 +1,80 @@
+"""JSON-RPC 2.0 envelopes, checked with plain dict operations (no model per message)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from .. import _json
+from ..errors import JsonRpcErrorCode, McpError
+
+__all__ = [
+    "InvalidMessage",
+    "MessageKind",
+    "classify_message",
+    "error_response",
+    "result_response",
+    "valid_id",
+]
+
+MessageKind = Literal["request", "notification", "response"]
+
+
+class InvalidMessage(McpError):
+    """A message that is not valid JSON-RPC; ``request_id`` is set when its id could be read."""
+
+    def __init__(self, code: int, message: str, request_id: str | int | None = None) -> None:
+        super().__init__(code, message)
+        self.request_id = request_id
+
+
+def valid_id(value: object) -> bool:
+    """MCP ids are strings or integers; never bool, null or float."""
+    t = type(value)
+    return t is str or t is int
+
+
+def classify_message(msg: object) -> MessageKind:
+    """Name the kind of one JSON-RPC message or raise :class:`InvalidMessage`."""
+    if type(msg) is not dict:
+        raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, "A JSON-RPC message must be an object.")
+    if msg.get("jsonrpc") != "2.0":
+        rid = msg.get("id")
+        raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, 'The "jsonrpc" member must be "2.0".',
+                             rid if valid_id(rid) else None)
+    method = msg.get("method")
+    if method is not None:
+        if type(method) is not str or not method:
+            rid = msg.get("id")
+            raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, 'The "method" member must be a non-empty string.',
+                                 rid if valid_id(rid) else None)
+        params = msg.get("params")
+        if "id" not in msg:
+            if params is not None and type(params) is not dict:
+                raise InvalidMessage(JsonRpcErrorCode.InvalidParams, '"params" must be an object.')
+            return "notification"
+        rid = msg["id"]
+        if not valid_id(rid):
+            raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, 'The "id" member must be a string or an integer.')
+        if params is not None and type(params) is not dict:
+            raise InvalidMessage(JsonRpcErrorCode.InvalidParams, '"params" must be an object.', rid)
+        return "request"
+    if "id" in msg and ("result" in msg or "error" in msg):
+        if not valid_id(msg["id"]):
+            raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, 'The "id" member must be a string or an integer.')
+        return "response"
+    rid = msg.get("id")
+    raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, "Not a JSON-RPC request, notification or response.",
+                         rid if valid_id(rid) else None)
+
+
+def result_response(request_id: str | int, result: Any) -> bytes:
+    """Serialise a result response; ``result`` may be pre-serialised bytes."""
+    body = result if type(result) is bytes else _json.dumps(result)
+    return b'{"jsonrpc":"2.0","id":' + _json.dumps(request_id) + b',"result":' + body + b"}"
+
+
+def error_response(request_id: str | int | None, error: dict[str, Any]) -> bytes:
+    """Serialise an error response; the id is omitted when it could not be read."""
+    if request_id is None:
+        return b'{"jsonrpc":"2.0","error":' + _json.dumps(error) + b"}"
+    return b'{"jsonrpc":"2.0","id":' + _json.dumps(request_id) + b',"error":' + _json.dumps(error) + b"}"

@@ -1,0 +1,51 @@
+"""Protocol revisions mcpcore speaks and how a request's era is named.
+
+Legacy (handshake) revisions negotiate once through ``initialize``; the modern revision
+(2026-07-28) carries its version in every request's ``_meta``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = [
+    "LATEST_LEGACY",
+    "LEGACY_VERSIONS",
+    "MODERN_VERSIONS",
+    "SUPPORTED_VERSIONS",
+    "Era",
+    "negotiate",
+    "supports_batches",
+]
+
+LEGACY_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+SUPPORTED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + tuple(reversed(LEGACY_VERSIONS))
+LATEST_LEGACY = LEGACY_VERSIONS[-1]
+
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+class Era(str, Enum):
+    """Which protocol family serves a request."""
+
+    LEGACY = "legacy"
+    MODERN = "modern"
+
+
+def negotiate(requested: object) -> str:
+    """The legacy revision to answer an ``initialize`` with: the client's when we speak it,
+    else our latest (the client decides whether it can use that)."""
+    if isinstance(requested, str) and requested in LEGACY_VERSIONS:
+        return requested
+    return LATEST_LEGACY
+
+
+def supports_batches(version: str | None) -> bool:
+    """Only 2025-03-26 allows JSON-RPC batches."""
+    return version == "2025-03-26"

@@ -1,0 +1,33 @@
+"""The wired parts of a running app, shared by its transports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .bus.base import NotificationBus
+    from .config import Settings
+    from .context import ContextServices
+    from .server.dispatcher import Dispatcher
+    from .server.notify import Notifier
+    from .sessions.base import SessionStore
+    from .transports.live import LiveSessions
+
+__all__ = ["Runtime"]
+
+
+@dataclass(slots=True, eq=False)
+class Runtime:
+    """Everything a transport needs to serve requests."""
+
+    settings: Settings
+    dispatcher: Dispatcher
+    services: ContextServices
+    notifier: Notifier
+    bus: NotificationBus
+    sessions: SessionStore
+    live: LiveSessions
+    session_mode: str
+    server_info: dict[str, Any]
+    auth: Any = None

@@ -1,0 +1,1 @@
+"""Method dispatch: JSON-RPC methods to definitions, one place for errors."""

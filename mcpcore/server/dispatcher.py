@@ -1,0 +1,281 @@
+"""The dispatcher: one JSON-RPC request in, one response out, for either era.
+
+This is the one place where exceptions become JSON-RPC errors. Handlers never see HTTP; the
+transport supplies a :class:`~mcpcore.context.RequestScope` and writes what comes back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from .. import _json
+from ..config import Settings
+from ..context import ContextServices, RequestScope
+from ..definitions.resources import CacheHint
+from ..errors import ErrorContract, JsonRpcErrorCode, McpError, classify
+from ..logs import LEVELS, normalize_level
+from ..protocol.jsonrpc import error_response, result_response
+from ..protocol.versions import (
+    META_SERVER_INFO,
+    MODERN_VERSIONS,
+    Era,
+    negotiate,
+)
+from . import prompts as prompt_methods
+from . import resources as resource_methods
+from .closing import Closing
+from .listen import listen
+from .notify import Notifier
+from .pagination import page
+from .registry import Registry
+from .results import error_payload
+from .tools import call_tool
+
+__all__ = ["Dispatcher"]
+
+log = logging.getLogger("mcpcore.server")
+
+Handler = Callable[["Dispatcher", dict[str, Any], RequestScope], Awaitable[Any]]
+
+CACHEABLE = ("server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
+             "resources/read")
+
+
+def _normalize_capabilities(caps: Any) -> dict[str, Any]:
+    """The 2025-era view of client capabilities: a bare ``elicitation: {}`` means form mode."""
+    if type(caps) is not dict:
+        return {}
+    out = dict(caps)
+    el = out.get("elicitation")
+    if type(el) is dict and not el:
+        out["elicitation"] = {"form": {}}
+    return out
+
+
+class Dispatcher:
+    """Routes methods to handlers and shapes results and errors for the request's era."""
+
+    passthrough: tuple[type[BaseException], ...] = ()
+
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        settings: Settings,
+        server_info: dict[str, Any],
+        instructions: str | None,
+        services: ContextServices,
+        notifier: Notifier,
+        cache_hints: dict[str, CacheHint] | None = None,
+        sessions: Any = None,
+    ) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.server_info = server_info
+        self.instructions = instructions
+        self.services = services
+        self.notifier = notifier
+        self.sessions = sessions
+        self.cache_hints = {m: CacheHint(0, "private") for m in CACHEABLE}
+        self.cache_hints.update(cache_hints or {})
+        self.closing = Closing()
+        self._list_cache: dict[tuple[Era, str, Any], bytes] = {}
+        registry.on_change(self._invalidate)
+        self._legacy: dict[str, Handler] = {
+            "initialize": Dispatcher._initialize,
+            "ping": Dispatcher._ping,
+            "logging/setLevel": Dispatcher._set_level,
+            "resources/subscribe": resource_methods.subscribe,
+            "resources/unsubscribe": resource_methods.unsubscribe,
+        }
+        self._common: dict[str, Handler] = {
+            "tools/call": call_tool,
+            "resources/read": resource_methods.read_resource,
+            "prompts/get": prompt_methods.get_prompt,
+            "completion/complete": prompt_methods.complete,
+        }
+        self._lists = {"tools/list", "prompts/list", "resources/list", "resources/templates/list"}
+        self._modern: dict[str, Handler] = {
+            "server/discover": Dispatcher._discover,
+            "subscriptions/listen": listen,
+        }
+        self._gates = {
+            "tools/list": "tools", "tools/call": "tools",
+            "prompts/list": "prompts", "prompts/get": "prompts",
+            "resources/list": "resources", "resources/templates/list": "resources", "resources/read": "resources",
+            "resources/subscribe": "resources", "resources/unsubscribe": "resources",
+            "completion/complete": "completions",
+        }
+
+    # -- capabilities -------------------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, Any]:
+        """Server capabilities that match what is registered."""
+        r = self.registry
+        caps: dict[str, Any] = {"logging": {}}
+        if r.prompts or r.templates:
+            caps["completions"] = {}
+        if r.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if r.resources or r.templates:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if r.tools:
+            caps["tools"] = {"listChanged": True}
+        return caps
+
+    def _invalidate(self, kind: str) -> None:
+        self._list_cache.clear()
+
+    # -- entry points -------------------------------------------------------------------------
+
+    def supports(self, method: str, era: Era) -> bool:
+        """Whether ``method`` is served on ``era`` with the registered capabilities."""
+        if era is Era.LEGACY:
+            known = method in self._legacy or method in self._common or method in self._lists
+        else:
+            known = method in self._modern or method in self._common or method in self._lists
+        if not known:
+            return False
+        gate = self._gates.get(method)
+        return gate is None or gate in self.capabilities()
+
+    async def handle(self, msg: dict[str, Any], scope: RequestScope) -> bytes:
+        """Serve one request; always returns a serialised response (result or error)."""
+        rid = msg["id"]
+        method = msg["method"]
+        params = msg.get("params") or {}
+        try:
+            if not self.supports(method, scope.era):
+                raise McpError(JsonRpcErrorCode.MethodNotFound, f"Method not found: {method}")
+            if method in self._lists:
+                return await self._list(rid, method, params, scope)
+            handler = self._common.get(method) or (self._legacy if scope.era is Era.LEGACY else self._modern)[method]
+            result = await handler(self, params, scope)
+            if scope.era is Era.MODERN:
+                result = self._modern_result(method, result)
+            return result_response(rid, result)
+        except McpError as exc:
+            scope.error_code = exc.code
+            return error_response(rid, error_payload(exc, (), scope.request_id))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            err = classify(exc)
+            scope.error_code = err.code
+            log.error("Unhandled error in %s", method, exc_info=exc, extra={"fields": {"requestId": scope.request_id}})
+            return error_response(rid, error_payload(err, (), scope.request_id))
+
+    def wire_error(self, err: McpError, contracts: Sequence[ErrorContract]) -> McpError:
+        """A copy of ``err`` with the declared recovery hint filled (the original is untouched)."""
+        payload = error_payload(err, contracts, "")
+        data = payload["data"]
+        data.pop("requestId", None)
+        return McpError(err.code, err.message, data or None)
+
+    def _modern_result(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        result.setdefault("resultType", "complete")
+        meta = result.get("_meta")
+        result["_meta"] = {**meta, META_SERVER_INFO: self.server_info} if meta else {META_SERVER_INFO: self.server_info}
+        if method in CACHEABLE and result["resultType"] == "complete" and "ttlMs" not in result:
+            hint = self.cache_hints[method]
+            result["ttlMs"] = hint.ttl_ms
+            result["cacheScope"] = hint.scope
+        return result
+
+    # -- lists ----------------------------------------------------------------------------------
+
+    async def _list(self, rid: Any, method: str, params: dict[str, Any], scope: RequestScope) -> bytes:
+        cursor = params.get("cursor")
+        key = (scope.era, method, cursor)
+        dynamic = method == "resources/list" and any(t.list_call for t in self.registry.templates)
+        cached = None if dynamic else self._list_cache.get(key)
+        if cached is None:
+            size = self.settings.list_page_size
+            r = self.registry
+            if method == "tools/list":
+                items, nxt = page([t.to_wire() for t in r.tools.values()], cursor, size)
+                result: dict[str, Any] = {"tools": list(items)}
+            elif method == "prompts/list":
+                items, nxt = page([p.to_wire() for p in r.prompts.values()], cursor, size)
+                result = {"prompts": list(items)}
+            elif method == "resources/templates/list":
+                items, nxt = page([t.template_listing() for t in r.templates], cursor, size)
+                result = {"resourceTemplates": list(items)}
+            else:
+                items, nxt = page(await resource_methods.all_resources(self, scope), cursor, size)
+                result = {"resources": list(items)}
+            if nxt is not None:
+                result["nextCursor"] = nxt
+            if scope.era is Era.MODERN:
+                result = self._modern_result(method, result)
+            cached = _json.dumps(result)
+            if not dynamic and len(self._list_cache) < 1024:
+                self._list_cache[key] = cached
+        return result_response(rid, cached)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def _initialize(self, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+        version = negotiate(params.get("protocolVersion"))
+        caps = _normalize_capabilities(params.get("capabilities"))
+        info = params.get("clientInfo") if type(params.get("clientInfo")) is dict else None
+        scope.protocol_version = version
+        scope.client_capabilities = caps
+        scope.client_info = info
+        session = scope.session
+        if session is not None:
+            session.protocol_version = version
+            session.client_capabilities = caps
+            session.client_info = info
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self.capabilities(),
+            "serverInfo": self.server_info,
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    async def _ping(self, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+        return {}
+
+    async def _set_level(self, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+        raw = params.get("level")
+        level = normalize_level(raw) if type(raw) is str else None
+        if level is None or raw != level:
+            raise McpError(JsonRpcErrorCode.InvalidParams, f"Invalid log level: {raw!r}",
+                           {"supported": list(LEVELS)})
+        session = scope.session
+        if session is not None:
+            session.log_level = level
+            await self.save_session(session)
+        scope.client_log_level = LEVELS[level]
+        return {}
+
+    async def _discover(self, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+        result: dict[str, Any] = {"supportedVersions": list(MODERN_VERSIONS), "capabilities": self.capabilities()}
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    # -- helpers used by method modules ---------------------------------------------------------
+
+    async def save_session(self, session: Any) -> None:
+        if self.sessions is not None:
+            await self.sessions.save(session)
+
+    def check_scopes(self, required: Sequence[str], scope: RequestScope) -> None:
+        """Fail closed when a definition requires scopes the caller does not hold."""
+        if not required or self.settings.auth_mode == "none":
+            return
+        if scope.auth is None:
+            raise McpError(JsonRpcErrorCode.Unauthorized, "Authentication required.")
+        held = set(scope.auth.scopes)
+        if not all(s in held for s in required):
+            raise McpError(JsonRpcErrorCode.Forbidden, "Insufficient permissions.")
+
+    async def on_passthrough(self, exc: BaseException, scope: RequestScope, **where: Any) -> dict[str, Any]:
+        raise exc

@@ -1,0 +1,80 @@
+"""``subscriptions/listen`` (2026-07-28): a long-lived stream of the change notifications a
+client asked for, fed by the bus."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from ..bus.base import BusEvent
+from ..context import RequestScope
+from ..errors import JsonRpcErrorCode, McpError
+from ..protocol.versions import META_SUBSCRIPTION_ID
+from .notify import notification_for
+
+if TYPE_CHECKING:
+    from .dispatcher import Dispatcher
+
+__all__ = ["honored_filter", "listen"]
+
+
+def honored_filter(requested: Any, capabilities: dict[str, Any]) -> dict[str, Any]:
+    """The part of a ``SubscriptionFilter`` this server honours (unsupported types omitted)."""
+    if requested is None:
+        requested = {}
+    if type(requested) is not dict:
+        raise McpError(JsonRpcErrorCode.InvalidParams, '"notifications" must be an object.')
+    out: dict[str, Any] = {}
+    for key, cap in (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"),
+                     ("resourcesListChanged", "resources")):
+        v = requested.get(key)
+        if v is not None and type(v) is not bool:
+            raise McpError(JsonRpcErrorCode.InvalidParams, f'"{key}" must be a boolean.')
+        if v and cap in capabilities:
+            out[key] = True
+    subs = requested.get("resourceSubscriptions")
+    if subs is not None:
+        if type(subs) is not list or not all(type(u) is str for u in subs):
+            raise McpError(JsonRpcErrorCode.InvalidParams, '"resourceSubscriptions" must be a list of URIs.')
+        if capabilities.get("resources", {}).get("subscribe"):
+            out["resourceSubscriptions"] = list(dict.fromkeys(subs))
+    return out
+
+
+def _wanted(event: BusEvent, honored: dict[str, Any]) -> bool:
+    kind = event["kind"]
+    if kind == "tools":
+        return bool(honored.get("toolsListChanged"))
+    if kind == "prompts":
+        return bool(honored.get("promptsListChanged"))
+    if kind == "resources":
+        return bool(honored.get("resourcesListChanged"))
+    return event.get("uri") in honored.get("resourceSubscriptions", ())
+
+
+async def listen(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+    honored = honored_filter(params.get("notifications"), d.capabilities())
+    meta = {META_SUBSCRIPTION_ID: scope.jsonrpc_id}
+    queue: asyncio.Queue[BusEvent | None] = asyncio.Queue()
+
+    def on_event(event: BusEvent) -> None:
+        if _wanted(event, honored):
+            queue.put_nowait(event)
+
+    unsubscribe = d.notifier.bus.subscribe(on_event)
+    stop = d.closing.add_listener(lambda: queue.put_nowait(None))
+    try:
+        scope.outbound.post({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                             "params": {"_meta": meta, "notifications": honored}})
+        await scope.outbound.drain()
+        while True:
+            event = await queue.get()
+            if event is None:
+                break
+            note = notification_for(event)
+            note["params"] = {**note.get("params", {}), "_meta": meta}
+            scope.outbound.post(note)
+    finally:
+        unsubscribe()
+        stop()
+    return {"_meta": meta}

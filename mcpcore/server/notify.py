@@ -1,0 +1,92 @@
+"""Routing of list-changed and resource-updated notifications, per era.
+
+A 2025-era handler's notification goes on its own request stream (``resources/updated`` only
+when its session subscribed) and, through the bus, to every other session's GET stream. A
+2026-07-28 handler's goes only to the bus, where listen streams apply their filters. ``app.notify``
+publishes from outside any request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from ..bus.base import BusEvent, NotificationBus
+from ..context import RequestScope
+from ..protocol.versions import Era
+
+__all__ = ["LIST_CHANGED", "AppNotifier", "Notifier", "notification_for"]
+
+log = logging.getLogger("mcpcore.notify")
+
+LIST_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+}
+
+
+def notification_for(event: BusEvent) -> dict[str, Any]:
+    """The JSON-RPC notification for a bus event."""
+    kind = event["kind"]
+    if kind == "resource":
+        return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": event["uri"]}}
+    return {"jsonrpc": "2.0", "method": LIST_CHANGED[kind]}
+
+
+class Notifier:
+    """Implements ``ctx.notify_*`` for a request scope."""
+
+    def __init__(self, bus: NotificationBus) -> None:
+        self.bus = bus
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __call__(self, event: dict[str, Any], scope: RequestScope) -> None:
+        origin = None
+        if scope.era is Era.LEGACY and scope.session is not None:
+            session = scope.session
+            if event["kind"] != "resource" or event["uri"] in session.subscriptions:
+                scope.outbound.post(notification_for(event))
+            elif event["kind"] == "resource":
+                log.debug("resource %s updated; this session is not subscribed", event["uri"])
+            origin = session.id
+        self.publish({**event, "origin": origin})
+
+    def publish(self, event: BusEvent) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(self._publish(event))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _publish(self, event: BusEvent) -> None:
+        try:
+            await self.bus.publish(event)
+        except Exception:
+            log.warning("could not publish a notification to the bus", exc_info=True)
+
+
+class AppNotifier:
+    """``app.notify``: publish changes from outside a request (background tasks, setup hooks)."""
+
+    def __init__(self, notifier: Notifier) -> None:
+        self._n = notifier
+
+    async def tools_changed(self) -> None:
+        """Every client that listens is told to re-list tools."""
+        await self._n.bus.publish({"kind": "tools", "origin": None})
+
+    async def prompts_changed(self) -> None:
+        """Every client that listens is told to re-list prompts."""
+        await self._n.bus.publish({"kind": "prompts", "origin": None})
+
+    async def resources_changed(self) -> None:
+        """Every client that listens is told to re-list resources."""
+        await self._n.bus.publish({"kind": "resources", "origin": None})
+
+    async def resource_updated(self, uri: str) -> None:
+        """Clients subscribed to ``uri`` are told it changed."""
+        await self._n.bus.publish({"kind": "resource", "uri": uri, "origin": None})

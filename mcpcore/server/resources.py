@@ -1,0 +1,93 @@
+"""``resources/*``: list, templates, read, subscribe."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ..context import Context, RequestScope
+from ..definitions.resources import resource_entries
+from ..errors import JsonRpcErrorCode, McpError
+from ..protocol.versions import Era
+from .results import classify_and_log
+
+if TYPE_CHECKING:
+    from .dispatcher import Dispatcher
+
+__all__ = ["list_resources", "read_resource", "subscribe", "unsubscribe"]
+
+
+def _uri(params: dict[str, Any]) -> str:
+    uri = params.get("uri")
+    if type(uri) is not str or not uri:
+        raise McpError(JsonRpcErrorCode.InvalidParams, 'This method needs a string "uri".')
+    return uri
+
+
+def not_found(uri: str, era: Era) -> McpError:
+    code = JsonRpcErrorCode.InvalidParams if era is Era.MODERN else JsonRpcErrorCode.ResourceNotFound
+    return McpError(code, f"Resource not found: {uri}", {"uri": uri})
+
+
+async def all_resources(d: Dispatcher, scope: RequestScope) -> list[dict[str, Any]]:
+    items = [r.listing() for r in d.registry.resources.values()]
+    for t in d.registry.templates:
+        if t.list_call is not None:
+            kwargs: dict[str, Any] = {}
+            if t.list_ctx_param:
+                kwargs[t.list_ctx_param] = Context(scope, operation=f"resource_list:{t.uri}")
+            for entry in resource_entries(await t.list_call(kwargs)):
+                entry.setdefault("mimeType", t.mime_type) if t.mime_type else None
+                items.append(entry)
+    return items
+
+
+async def read_resource(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+    uri = _uri(params)
+    found = d.registry.find_resource(uri)
+    if found is None:
+        raise not_found(uri, scope.era)
+    res, variables = found
+    d.check_scopes(res.auth, scope)
+    try:
+        validated = res.args.model.model_validate(variables)
+    except ValidationError as exc:
+        raise McpError(JsonRpcErrorCode.InvalidParams, f"Invalid URI for {res.uri}: "
+                       f"{exc.errors()[0]['msg']}", {"uri": uri}) from exc
+    kwargs = res.args.kwargs(validated)
+    if res.args.ctx_param is not None:
+        kwargs[res.args.ctx_param] = Context(scope, operation=f"resource:{res.name}", errors=res.errors, uri=uri)
+    try:
+        value = await res.call(kwargs)
+    except d.passthrough as exc:
+        return await d.on_passthrough(exc, scope, resource=res)
+    except Exception as exc:
+        err = classify_and_log(exc, f"resource:{res.name}", scope.request_id)
+        raise d.wire_error(err, res.errors) from exc
+    if value is None:
+        raise not_found(uri, scope.era)
+    contents = res.contents(uri, value)
+    out: dict[str, Any] = {"contents": contents}
+    if scope.era is Era.MODERN and res.cache_hint is not None:
+        out["ttlMs"] = res.cache_hint.ttl_ms
+        out["cacheScope"] = res.cache_hint.scope
+    return out
+
+
+async def subscribe(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+    uri = _uri(params)
+    session = scope.session
+    if session is not None and uri not in session.subscriptions:
+        session.subscriptions.add(uri)
+        await d.save_session(session)
+    return {}
+
+
+async def unsubscribe(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+    uri = _uri(params)
+    session = scope.session
+    if session is not None and uri in session.subscriptions:
+        session.subscriptions.discard(uri)
+        await d.save_session(session)
+    return {}

@@ -1,0 +1,144 @@
+"""Building ``CallToolResult`` objects: success (structured output, format, enrichment,
+collected content) and failure (``isError`` with the error envelope)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from .. import _json
+from ..content import CONTENT_TYPES, ToolResult, to_wire
+from ..context import Context
+from ..definitions.tools import ToolDefinition
+from ..errors import ErrorContract, JsonRpcErrorCode, McpError, classify, fill_recovery
+
+__all__ = ["error_payload", "tool_error_result", "tool_success_result"]
+
+log = logging.getLogger("mcpcore.server")
+
+
+def error_payload(err: McpError, contracts: Sequence[ErrorContract], request_id: str) -> dict[str, Any]:
+    """The JSON-RPC ``error`` object with the declared recovery hint and ``data.requestId``."""
+    data = fill_recovery(err, contracts)
+    data = dict(data) if data else {}
+    data["requestId"] = request_id
+    return {"code": err.code, "message": err.message, "data": data}
+
+
+def tool_error_result(err: McpError, contracts: Sequence[ErrorContract], request_id: str) -> dict[str, Any]:
+    """``isError`` result: ``Error: <message>`` (+ ``Recovery: <hint>``) and the envelope."""
+    payload = error_payload(err, contracts, request_id)
+    text = f"Error: {err.message}"
+    recovery = payload["data"].get("recovery")
+    if isinstance(recovery, dict) and isinstance(recovery.get("hint"), str) and recovery["hint"]:
+        text += f"\n\nRecovery: {recovery['hint']}"
+    return {"content": [{"type": "text", "text": text}], "structuredContent": {"error": payload}, "isError": True}
+
+
+def _is_content(value: Any) -> bool:
+    if isinstance(value, CONTENT_TYPES):
+        return True
+    return isinstance(value, dict) and isinstance(value.get("type"), str) and value["type"] in (
+        "text", "image", "audio", "resource", "resource_link")
+
+
+def _render_value(value: Any) -> str:
+    return value if isinstance(value, str) else _json.dumps_str(value)
+
+
+def _trailer(tool: ToolDefinition, fields: dict[str, Any], kinds: dict[str, str]) -> str | None:
+    lines: list[str] = []
+    for key, value in fields.items():
+        kind = kinds.get(key)
+        spec = tool.enrichment_trailer.get(key) or {}
+        if kind == "notice":
+            text = "\n".join("> " + ln for ln in str(value).splitlines() or [""])
+        elif kind == "total":
+            text = f"**{value} total**"
+        elif kind == "echo":
+            text = f"Query: {value}"
+        elif kind == "delta" and isinstance(value, dict):
+            text = f"**{key}:** {_render_value(value.get('before'))} → {_render_value(value.get('after'))}"
+        elif callable(spec.get("render")):
+            text = str(spec["render"](value))
+        else:
+            label = spec.get("label") or key
+            text = f"**{label}:** {_render_value(value)}"
+        lines.append(text)
+        last = text.rstrip().splitlines()[-1] if text.strip() else ""
+        if last.startswith((">", "-", "*")) or last[:3].rstrip(".").isdigit():
+            lines.append("")
+    while lines and lines[-1] == "":
+        lines.pop()
+    return "\n".join(lines) if lines else None
+
+
+def _enrichment(tool: ToolDefinition, ctx: Context | None) -> tuple[dict[str, Any], dict[str, str]]:
+    if tool.enrichment is None:
+        return {}, {}
+    enrich = ctx._enrich if ctx is not None else None
+    raw = enrich.fields if enrich is not None else {}
+    model = tool.enrichment.model_validate(raw)
+    dumped = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    kinds = enrich.kinds if enrich is not None else {}
+    return dumped, {k: v for k, v in kinds.items() if k in dumped}
+
+
+def tool_success_result(tool: ToolDefinition, value: Any, ctx: Context | None) -> dict[str, Any]:
+    """The result of a call that returned ``value``; raises on an output that breaks the schema."""
+    if isinstance(value, ToolResult):
+        out = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        out["content"] = [to_wire(b) for b in value.content]
+        if ctx is not None and ctx._content is not None and ctx._content.blocks:
+            out["content"] = ctx._content.blocks + out["content"]
+        return out
+    content: list[dict[str, Any]] = []
+    if ctx is not None and ctx._content is not None:
+        content.extend(ctx._content.blocks)
+    structured: Any = None
+    if tool.output is not None:
+        try:
+            structured = tool.output.dump(value)
+        except ValidationError as exc:
+            raise McpError(JsonRpcErrorCode.InternalError, f"Tool {tool.name!r} returned output that does not match "
+                           "its declared return type.", {"reason": "invalid_output"}, cause=exc) from exc
+    enrich_fields, kinds = _enrichment(tool, ctx)
+    if tool.format is not None:
+        content.extend(to_wire(b) for b in tool.format(value))
+    elif tool.returns_content or _is_content(value) or (
+            isinstance(value, list) and value and all(_is_content(v) for v in value)):
+        blocks = value if isinstance(value, list) else [value]
+        content.extend(to_wire(b) for b in blocks)
+    elif value is not None:
+        if structured is not None:
+            domain = structured["result"] if tool.output is not None and tool.output.wrap else structured
+            text = domain if isinstance(domain, str) else _json.dumps_str(domain)
+        else:
+            text = _render_value(value)
+        content.append({"type": "text", "text": text})
+    trailer = _trailer(tool, enrich_fields, kinds) if enrich_fields else None
+    if trailer:
+        content.append({"type": "text", "text": trailer})
+    result: dict[str, Any] = {"content": content}
+    if tool.output is not None or tool.enrichment is not None:
+        if structured is None:
+            structured = {}
+        if enrich_fields:
+            structured = {**structured, **enrich_fields}
+        result["structuredContent"] = structured
+    return result
+
+
+def classify_and_log(exc: BaseException, where: str, request_id: str) -> McpError:
+    """Classify an exception for the wire and log it once, at a level that matches its cause."""
+    err = classify(exc)
+    if err is exc:
+        log.info("Error in %s", where, extra={"fields": {"requestId": request_id, "code": err.code,
+                                                          "error": err.message}})
+    else:
+        log.error("Error in %s", where, exc_info=exc, extra={"fields": {"requestId": request_id,
+                                                                         "code": err.code}})
+    return err

@@ -1,0 +1,83 @@
+"""``tools/list`` and ``tools/call``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ..context import Context, RequestScope
+from ..errors import JsonRpcErrorCode, McpError
+from .results import classify_and_log, tool_error_result, tool_success_result
+
+if TYPE_CHECKING:
+    from .dispatcher import Dispatcher
+
+__all__ = ["call_tool"]
+
+
+def _invalid_arguments(message: str, issues: list[dict[str, Any]] | None = None) -> McpError:
+    data: dict[str, Any] = {"reason": "invalid_arguments",
+                            "recovery": {"hint": "Check the tool's inputSchema and call it again with corrected "
+                                                 "arguments."}}
+    if issues:
+        data["issues"] = issues
+    return McpError(JsonRpcErrorCode.InvalidParams, message, data)
+
+
+def _issues(exc: ValidationError) -> list[dict[str, Any]]:
+    out = []
+    for e in exc.errors(include_url=False, include_input=False)[:20]:
+        out.append({"path": ".".join(str(p) for p in e["loc"]), "message": e["msg"]})
+    return out
+
+
+async def call_tool(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+    name = params.get("name")
+    if type(name) is not str:
+        raise McpError(JsonRpcErrorCode.InvalidParams, 'tools/call needs a string "name".')
+    tool = d.registry.tools.get(name)
+    if tool is None:
+        raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown tool: {name}", {"reason": "unknown_tool"})
+    d.check_scopes(tool.auth, scope)
+    args = params.get("arguments")
+    if args is None:
+        args = {}
+    elif type(args) is not dict:
+        return tool_error_result(_invalid_arguments('"arguments" must be an object.'), (), scope.request_id)
+    plan = tool.args
+    keys = plan.field_keys
+    extra = None
+    for k in args:
+        if k not in keys:
+            if k.startswith("_"):
+                continue
+            extra = [k for k in args if k not in keys and not k.startswith("_")]
+            break
+    if extra:
+        return tool_error_result(
+            _invalid_arguments(f"Unknown argument(s): {', '.join(sorted(extra))}.",
+                               [{"path": k, "message": "not an argument of this tool"} for k in sorted(extra)]),
+            (), scope.request_id)
+    if any(k.startswith("_") for k in args):
+        args = {k: v for k, v in args.items() if not k.startswith("_")}
+    try:
+        validated = plan.model.model_validate(args)
+    except ValidationError as exc:
+        issues = _issues(exc)
+        first = issues[0] if issues else {"path": "", "message": "invalid"}
+        msg = f"Invalid arguments: {first['path'] or 'input'}: {first['message']}"
+        return tool_error_result(_invalid_arguments(msg, issues), (), scope.request_id)
+    kwargs = plan.kwargs(validated)
+    ctx: Context | None = None
+    if plan.ctx_param is not None:
+        ctx = Context(scope, operation=f"tool:{name}", errors=tool.errors)
+        kwargs[plan.ctx_param] = ctx
+    try:
+        value = await tool.call(kwargs)
+        return tool_success_result(tool, value, ctx)
+    except d.passthrough as exc:
+        return await d.on_passthrough(exc, scope, tool=tool)
+    except Exception as exc:
+        err = classify_and_log(exc, f"tool:{name}", scope.request_id)
+        return tool_error_result(err, tool.errors, scope.request_id)

@@ -1,0 +1,77 @@
+"""2025-era sessions: the record, the store protocol, and id rules."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["SESSION_ID_RE", "SessionRecord", "SessionStore", "new_session_id"]
+
+SESSION_ID_RE = re.compile(r"^[a-f0-9]{64}$")
+
+
+def new_session_id() -> str:
+    """256 random bits, hex."""
+    return secrets.token_hex(32)
+
+
+@dataclass(slots=True, eq=False)
+class SessionRecord:
+    """What a 2025-era session remembers between requests."""
+
+    id: str
+    protocol_version: str = ""
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    client_info: dict[str, Any] | None = None
+    log_level: str | None = None
+    subscriptions: set[str] = field(default_factory=set)
+    identity: tuple[str, str, str] | None = None
+    created: float = field(default_factory=time.time)
+    last_seen: float = field(default_factory=time.monotonic)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "v": self.protocol_version,
+            "caps": self.client_capabilities,
+            "info": self.client_info,
+            "log": self.log_level,
+            "subs": sorted(self.subscriptions),
+            "idn": list(self.identity) if self.identity else None,
+            "created": self.created,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SessionRecord:
+        idn = data.get("idn")
+        return cls(
+            id=data["id"],
+            protocol_version=data.get("v", ""),
+            client_capabilities=data.get("caps") or {},
+            client_info=data.get("info"),
+            log_level=data.get("log"),
+            subscriptions=set(data.get("subs") or ()),
+            identity=(idn[0], idn[1], idn[2]) if idn else None,
+            created=data.get("created", time.time()),
+        )
+
+
+class SessionStore(Protocol):
+    """Where sessions live. ``get`` slides the idle expiry; ``create`` refuses when full."""
+
+    async def create(self, record: SessionRecord) -> None: ...
+
+    async def get(self, session_id: str) -> SessionRecord | None: ...
+
+    async def save(self, record: SessionRecord) -> None: ...
+
+    async def delete(self, session_id: str) -> bool: ...
+
+    async def count(self) -> int: ...
+
+    async def sweep(self) -> int: ...
+
+    async def close(self) -> None: ...

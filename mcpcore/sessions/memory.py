@@ -1,0 +1,89 @@
+"""Sessions in this process's memory: sliding idle expiry, a capacity cap."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from ..errors import JsonRpcErrorCode, McpError
+from .base import SessionRecord
+
+__all__ = ["MemorySessionStore", "SessionCapacityError"]
+
+
+class SessionCapacityError(McpError):
+    """No room for another session (answered 503)."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(JsonRpcErrorCode.ServiceUnavailable,
+                         f"Too many open sessions ({cap}); try again later.", {"reason": "session_capacity"})
+
+
+class MemorySessionStore:
+    """Sessions in an LRU-ordered dict.
+
+    When the cap is reached, expired sessions are dropped first; then the least recently used
+    session that is not busy (``is_busy(id)`` is false: no open stream, nothing in flight) is
+    evicted, so abandoned sessions never lock new clients out.
+    """
+
+    def __init__(self, *, idle_ms: int = 1_800_000, max_sessions: int = 10_000,
+                 is_busy: Callable[[str], bool] | None = None) -> None:
+        self._items: OrderedDict[str, SessionRecord] = OrderedDict()
+        self.idle = idle_ms / 1000
+        self.max_sessions = max_sessions
+        self.is_busy = is_busy or (lambda _id: False)
+        self.on_evict: Callable[[str], None] | None = None
+
+    async def create(self, record: SessionRecord) -> None:
+        if len(self._items) >= self.max_sessions:
+            await self.sweep()
+        if len(self._items) >= self.max_sessions:
+            for sid in list(self._items):
+                if not self.is_busy(sid):
+                    self._drop(sid)
+                    break
+        if len(self._items) >= self.max_sessions:
+            raise SessionCapacityError(self.max_sessions)
+        record.last_seen = time.monotonic()
+        self._items[record.id] = record
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        rec = self._items.get(session_id)
+        if rec is None:
+            return None
+        now = time.monotonic()
+        if now - rec.last_seen > self.idle and not self.is_busy(session_id):
+            self._drop(session_id)
+            return None
+        rec.last_seen = now
+        self._items.move_to_end(session_id)
+        return rec
+
+    async def save(self, record: SessionRecord) -> None:
+        if record.id in self._items:
+            self._items[record.id] = record
+
+    async def delete(self, session_id: str) -> bool:
+        return self._drop(session_id)
+
+    def _drop(self, session_id: str) -> bool:
+        if self._items.pop(session_id, None) is None:
+            return False
+        if self.on_evict is not None:
+            self.on_evict(session_id)
+        return True
+
+    async def count(self) -> int:
+        return len(self._items)
+
+    async def sweep(self) -> int:
+        now = time.monotonic()
+        dead = [sid for sid, r in self._items.items() if now - r.last_seen > self.idle and not self.is_busy(sid)]
+        for sid in dead:
+            self._drop(sid)
+        return len(dead)
+
+    async def close(self) -> None:
+        self._items.clear()

@@ -1,0 +1,1 @@
+"""Transports: streamable HTTP (with SSE), the 2024-11-05 HTTP+SSE pair, and stdio."""

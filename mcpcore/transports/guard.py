@@ -1,0 +1,108 @@
+"""Request checks before any JSON is read: Host/Origin (DNS rebinding), media types, body size."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = ["BodyTooLarge", "OriginGuard", "accepts", "read_body"]
+
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def _hostname(host: str) -> str:
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+class OriginGuard:
+    """Refuses requests whose ``Origin`` is not allowed, and (for a server bound to loopback, or
+    when ``MCP_ALLOWED_HOSTS`` is set) whose ``Host`` is not allowed.
+
+    Loopback origins and hosts are always allowed; ``MCP_ALLOWED_ORIGINS=*`` turns the origin
+    check off. A server on a public interface behind a proxy is not refused for its public Host.
+    """
+
+    def __init__(self, allowed_origins: Sequence[str], allowed_hosts: Sequence[str]) -> None:
+        self.any_origin = "*" in allowed_origins
+        self.origins = {o.rstrip("/").lower() for o in allowed_origins if o != "*"}
+        self.hosts = {_hostname(h) for h in allowed_hosts if h != "*"}
+        self.any_host = "*" in allowed_hosts
+
+    def check(self, scope: dict[str, Any], host: str | None, origin: str | None) -> str | None:
+        """``None`` when allowed, else a reason."""
+        if origin is not None and not self.any_origin:
+            o = origin.rstrip("/").lower()
+            if o not in self.origins:
+                try:
+                    parts = urlsplit(o)
+                    oh = (parts.hostname or "").lower()
+                except ValueError:
+                    return "invalid Origin header"
+                if oh not in _LOOPBACK and f"[{oh}]" not in _LOOPBACK:
+                    return f"Origin {origin!r} is not allowed"
+        if self.any_host:
+            return None
+        server = scope.get("server")
+        bound_loopback = server is not None and str(server[0]) in _LOOPBACK
+        if not (self.hosts or bound_loopback):
+            return None
+        if host is None:
+            return "missing Host header"
+        h = _hostname(host)
+        if h in _LOOPBACK or h in self.hosts:
+            return None
+        return f"Host {host!r} is not allowed"
+
+
+def accepts(accept: str | None, *types: str) -> bool:
+    """Whether an ``Accept`` header admits every one of ``types`` (wildcards honoured)."""
+    if accept is None:
+        return False
+    ranges = []
+    for part in accept.split(","):
+        media = part.split(";", 1)[0].strip().lower()
+        if media:
+            ranges.append(media)
+    for t in types:
+        major = t.split("/")[0]
+        if not any(r in (t, "*/*", f"{major}/*") for r in ranges):
+            return False
+    return True
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def read_body(receive: Callable[[], Awaitable[dict[str, Any]]], limit: int,
+                    content_length: str | None) -> bytes | None:
+    """The request body, counted as it streams; ``None`` when the client disconnected.
+
+    Raises:
+        BodyTooLarge: over ``limit`` bytes (by ``Content-Length`` or by what arrived).
+    """
+    if limit and content_length is not None:
+        try:
+            if int(content_length) > limit:
+                raise BodyTooLarge
+        except ValueError:
+            pass
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        if chunk:
+            size += len(chunk)
+            if limit and size > limit:
+                raise BodyTooLarge
+            chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)

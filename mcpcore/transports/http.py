@@ -1,0 +1,535 @@
+"""Streamable HTTP at one path, serving both protocol eras (POST, GET, DELETE).
+
+Classification follows the wire digest's Part C2: a request that carries the 2026-07-28
+envelope (or names that revision in ``MCP-Protocol-Version``) and no session is modern and
+served statelessly; everything else is 2025-era traffic, through a session unless the
+session mode is ``stateless``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .. import _json
+from ..context import RequestScope
+from ..errors import JsonRpcErrorCode, McpError
+from ..logs import LEVELS
+from ..protocol.envelope import check_headers, read_envelope
+from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response
+from ..protocol.versions import (
+    META_PROTOCOL_VERSION,
+    MODERN_VERSIONS,
+    SUPPORTED_VERSIONS,
+    Era,
+    supports_batches,
+)
+from ..runtime import Runtime
+from ..sessions.base import SESSION_ID_RE, SessionRecord, new_session_id
+from ..sessions.memory import SessionCapacityError
+from .exchange import HttpExchange, json_response
+from .guard import BodyTooLarge, OriginGuard, accepts, read_body
+from .live import InFlight, Live
+from .sse import SseWriter, event
+
+__all__ = ["HttpTransport"]
+
+log = logging.getLogger("mcpcore.transport")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+_MODERN_STATUS = {
+    JsonRpcErrorCode.MethodNotFound: 404,
+    JsonRpcErrorCode.HeaderMismatch: 400,
+    JsonRpcErrorCode.MissingRequiredClientCapability: 400,
+    JsonRpcErrorCode.UnsupportedProtocolVersion: 400,
+}
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+
+def _err(code: int, message: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    e: dict[str, Any] = {"code": code, "message": message}
+    if data:
+        e["data"] = data
+    return e
+
+
+async def _error(send: Send, status: int, code: int, message: str, rid: Any = None,
+                 headers: list[tuple[bytes, bytes]] | None = None, data: dict[str, Any] | None = None) -> None:
+    await json_response(send, status, error_response(rid, _err(code, message, data)), headers)
+
+
+class HttpTransport:
+    """The ASGI endpoint for ``/mcp``."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        s = rt.settings
+        self.guard = OriginGuard(s.allowed_origins, s.allowed_hosts)
+        self.keepalive_s = s.sse_keepalive_ms / 1000
+        self.limit = s.max_body_bytes
+        self.mode = rt.session_mode
+        self.dispatcher = rt.dispatcher
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = _headers(scope)
+        reason = self.guard.check(scope, headers.get("host"), headers.get("origin"))
+        if reason is not None:
+            log.warning("refused request: %s", reason)
+            await _error(send, 403, JsonRpcErrorCode.InvalidRequest, f"Forbidden: {reason}.")
+            return
+        method = scope["method"]
+        if method == "POST":
+            await self._post(scope, receive, send, headers)
+        elif method == "GET":
+            await self._get(scope, receive, send, headers)
+        elif method == "DELETE":
+            await self._delete(send, headers)
+        elif method == "OPTIONS":
+            await send({"type": "http.response.start", "status": 204, "headers": [
+                (b"allow", b"GET, POST, DELETE, OPTIONS")]})
+            await send({"type": "http.response.body", "body": b""})
+        else:
+            await _error(send, 405, JsonRpcErrorCode.InvalidRequest, "Method not allowed.",
+                         headers=[(b"allow", b"GET, POST, DELETE")])
+
+    # -- POST -----------------------------------------------------------------------------------
+
+    async def _post(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+        ctype = headers.get("content-type", "")
+        if ctype.split(";", 1)[0].strip().lower() != "application/json":
+            await _error(send, 415, JsonRpcErrorCode.InvalidRequest, "Unsupported Media Type: use application/json.")
+            return
+        if not accepts(headers.get("accept"), "application/json", "text/event-stream"):
+            await _error(send, 406, JsonRpcErrorCode.InvalidRequest,
+                         "Not Acceptable: Accept must list application/json and text/event-stream.")
+            return
+        try:
+            body = await read_body(receive, self.limit, headers.get("content-length"))
+        except BodyTooLarge:
+            await _error(send, 413, JsonRpcErrorCode.InvalidRequest,
+                         f"Payload Too Large: the limit is {self.limit} bytes.")
+            return
+        if body is None:
+            return
+        try:
+            msg = _json.loads(body)
+        except _json.JSONDecodeError:
+            await _error(send, 400, JsonRpcErrorCode.ParseError, "Parse error: the body is not valid JSON.")
+            return
+        if type(msg) is list:
+            await self._batch(scope, receive, send, headers, msg)
+            return
+        try:
+            kind = classify_message(msg)
+        except InvalidMessage as exc:
+            await _error(send, 400, exc.code, exc.message, exc.request_id)
+            return
+        sid = headers.get("mcp-session-id")
+        if kind == "request" and sid is None:
+            params = msg.get("params")
+            meta = params.get("_meta") if type(params) is dict else None
+            modern_meta = type(meta) is dict and META_PROTOCOL_VERSION in meta
+            if modern_meta or headers.get("mcp-protocol-version", "").strip() in MODERN_VERSIONS:
+                await self._modern(receive, send, headers, msg)
+                return
+        await self._legacy(receive, send, headers, msg, kind, sid)
+
+    # -- 2026-07-28 -----------------------------------------------------------------------------
+
+    async def _modern(self, receive: Receive, send: Send, headers: dict[str, str], msg: dict[str, Any]) -> None:
+        rid = msg["id"]
+        method = msg["method"]
+        params = msg.get("params") or {}
+        rscope = RequestScope(method=method, jsonrpc_id=rid, era=Era.MODERN, services=self.rt.services,
+                              tenant_id="default")
+        try:
+            env = read_envelope(params) if "_meta" in params and type(params["_meta"]) is dict and \
+                META_PROTOCOL_VERSION in params["_meta"] else None
+            if env is None:
+                raise McpError(JsonRpcErrorCode.InvalidParams,
+                               f"Missing required _meta field: {META_PROTOCOL_VERSION}.", {"reason": "missing_meta"})
+        except McpError as exc:
+            if exc.code == JsonRpcErrorCode.UnsupportedProtocolVersion:
+                try:
+                    check_headers(headers, msg, exc.data["requested"] if exc.data else "", None)
+                except McpError as mismatch:
+                    exc = mismatch
+            await json_response(send, 400, error_response(rid, exc.to_wire(rscope.request_id)))
+            return
+        try:
+            hp = None
+            if method == "tools/call" and type(params.get("name")) is str:
+                tool = self.dispatcher.registry.tools.get(params["name"])
+                hp = tool.header_params if tool is not None else None
+            check_headers(headers, msg, env.version, hp)
+        except McpError as exc:
+            await json_response(send, 400, error_response(rid, exc.to_wire(rscope.request_id)))
+            return
+        if not self.dispatcher.supports(method, Era.MODERN):
+            await json_response(send, 404, error_response(rid, _err(
+                JsonRpcErrorCode.MethodNotFound, f"Method not found: {method}", {"requestId": rscope.request_id})))
+            return
+        rscope.protocol_version = env.version
+        rscope.client_capabilities = env.capabilities
+        rscope.client_info = env.client_info
+        rscope.client_log_level = env.log_level
+        rscope.progress_token = env.progress_token
+        rscope.meta = params.get("_meta")
+        rscope.input_responses = params.get("inputResponses") if type(params.get("inputResponses")) is dict else None
+        rs = params.get("requestState")
+        rscope.request_state = rs if type(rs) is str else None
+        exchange = HttpExchange(send, [], self.keepalive_s)
+        rscope.outbound = exchange
+        task = asyncio.current_task()
+        entry = InFlight(task, rscope.signal)
+        watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, entry))
+        try:
+            body = await self.dispatcher.handle(msg, rscope)
+        except asyncio.CancelledError:
+            if entry.cancelled and task is not None and task.uncancel() == 0:
+                exchange.abandon()
+                return
+            raise
+        finally:
+            watcher.cancel()
+        status = _MODERN_STATUS.get(rscope.error_code, 200) if rscope.error_code is not None else 200  # type: ignore[call-overload]
+        await exchange.finish(body, status)
+
+    # -- 2025 era -------------------------------------------------------------------------------
+
+    async def _session(self, send: Send, sid: str | None, rid: Any) -> SessionRecord | None | bool:
+        """The session a 2025-era request names; ``False`` when a response was already sent."""
+        if sid is None or self.mode == "stateless":
+            if sid is None and self.mode == "stateful":
+                await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
+                             "Bad Request: Mcp-Session-Id header is required (initialize first).", rid)
+                return False
+            return None
+        record = await self.rt.sessions.get(sid) if SESSION_ID_RE.match(sid) else None
+        if record is None:
+            await _error(send, 404, JsonRpcErrorCode.InvalidRequest,
+                         "Session not found or expired; initialize a new session.", rid)
+            return False
+        return record
+
+    def _version_ok(self, headers: dict[str, str]) -> bool:
+        pv = headers.get("mcp-protocol-version")
+        return pv is None or pv.strip() in SUPPORTED_VERSIONS
+
+    async def _legacy(self, receive: Receive, send: Send, headers: dict[str, str], msg: dict[str, Any], kind: str,
+                      sid: str | None) -> None:
+        rid = msg.get("id") if kind == "request" else None
+        if not self._version_ok(headers):
+            await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
+                         f"Bad Request: unsupported MCP-Protocol-Version {headers['mcp-protocol-version']!r}.", rid,
+                         data={"supported": list(SUPPORTED_VERSIONS)})
+            return
+        if kind == "request" and msg["method"] == "initialize":
+            await self._initialize(receive, send, headers, msg, sid)
+            return
+        record = await self._session(send, sid, rid)
+        if record is False:
+            return
+        assert record is None or isinstance(record, SessionRecord)
+        if kind == "notification":
+            self._notification(msg, record)
+            await _accepted(send)
+        elif kind == "response":
+            self._client_response(msg, record)
+            await _accepted(send)
+        else:
+            await self._legacy_request(receive, send, headers, msg, record)
+
+    async def _initialize(self, receive: Receive, send: Send, headers: dict[str, str], msg: dict[str, Any],
+                          sid: str | None) -> None:
+        rid = msg["id"]
+        if sid is not None and self.mode != "stateless":
+            await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
+                         "Bad Request: initialize starts a session and must not carry Mcp-Session-Id.", rid)
+            return
+        record = SessionRecord(id=new_session_id()) if self.mode != "stateless" else None
+        rscope = RequestScope(method="initialize", jsonrpc_id=rid, era=Era.LEGACY, services=self.rt.services,
+                              session=record)
+        body = await self.dispatcher.handle(msg, rscope)
+        extra: list[tuple[bytes, bytes]] = []
+        if record is not None and rscope.error_code is None:
+            try:
+                await self.rt.sessions.create(record)
+            except SessionCapacityError as exc:
+                await json_response(send, 503, error_response(rid, exc.to_wire(rscope.request_id)))
+                return
+            except McpError as exc:
+                await json_response(send, 503, error_response(rid, exc.to_wire(rscope.request_id)))
+                return
+            extra.append((b"mcp-session-id", record.id.encode()))
+        await json_response(send, 200, body, extra)
+
+    def _scope_for(self, msg: dict[str, Any], headers: dict[str, str], record: SessionRecord | None) -> RequestScope:
+        params = msg.get("params") or {}
+        meta = params.get("_meta") if type(params.get("_meta")) is dict else None
+        token = meta.get("progressToken") if meta else None
+        if record is not None:
+            version = record.protocol_version
+            caps: dict[str, Any] | None = record.client_capabilities
+            level = LEVELS[record.log_level] if record.log_level else 0
+            info = record.client_info
+        else:
+            version = headers.get("mcp-protocol-version", "2025-03-26").strip()
+            caps = None
+            level = 0
+            info = None
+        ir = params.get("inputResponses")
+        rs = params.get("requestState")
+        return RequestScope(
+            method=msg["method"], jsonrpc_id=msg["id"], era=Era.LEGACY, protocol_version=version,
+            services=self.rt.services, session=record,
+            session_id=record.id if record is not None else None,
+            client_capabilities=caps, client_info=info, client_log_level=level,
+            progress_token=token if type(token) in (str, int) else None, meta=meta,
+            input_responses=ir if type(ir) is dict else None, request_state=rs if type(rs) is str else None,
+        )
+
+    async def _legacy_request(self, receive: Receive, send: Send, headers: dict[str, str], msg: dict[str, Any],
+                              record: SessionRecord | None) -> None:
+        rscope = self._scope_for(msg, headers, record)
+        out_headers = [(b"mcp-session-id", record.id.encode())] if record is not None else []
+        live = self.rt.live.get(record.id) if record is not None else None
+        exchange = HttpExchange(send, out_headers, self.keepalive_s,
+                                client_requests=self._client_request(live) if live is not None else None)
+        rscope.outbound = exchange
+        body = await self._run(msg, rscope, live)
+        if body is None:
+            return
+        await exchange.finish(body)
+        if live is not None and record is not None:
+            self.rt.live.forget_if_idle(record.id)
+
+    async def _run(self, msg: dict[str, Any], rscope: RequestScope, live: Live | None) -> bytes | None:
+        """Dispatch with cancellation by ``notifications/cancelled`` on the session."""
+        rid = msg["id"]
+        task = asyncio.current_task()
+        entry = InFlight(task, rscope.signal)
+        if live is not None:
+            live.inflight[rid] = entry
+        try:
+            return await self.dispatcher.handle(msg, rscope)
+        except asyncio.CancelledError:
+            if entry.cancelled and task is not None and task.uncancel() == 0:
+                return error_response(rid, _err(JsonRpcErrorCode.RequestCancelled, "Request cancelled.",
+                                                {"requestId": rscope.request_id}))
+            raise
+        finally:
+            if live is not None and live.inflight.get(rid) is entry:
+                del live.inflight[rid]
+
+    def _notification(self, msg: dict[str, Any], record: SessionRecord | None) -> None:
+        method = msg["method"]
+        params = msg.get("params") or {}
+        if method == "notifications/cancelled" and record is not None:
+            live = self.rt.live.peek(record.id)
+            entry = live.inflight.get(params.get("requestId")) if live is not None else None
+            if entry is not None:
+                reason = params.get("reason")
+                entry.cancel(reason if type(reason) is str else "cancelled by the client")
+
+    def _client_response(self, msg: dict[str, Any], record: SessionRecord | None) -> None:
+        if record is None:
+            return
+        live = self.rt.live.peek(record.id)
+        fut = live.pending.get(str(msg["id"])) if live is not None else None
+        if fut is None or fut.done():
+            log.debug("response to an unknown or finished server request %r", msg.get("id"))
+            return
+        if "error" in msg and type(msg["error"]) is dict:
+            e = msg["error"]
+            fut.set_exception(McpError(e.get("code", JsonRpcErrorCode.InternalError), str(e.get("message", "")),
+                                       e.get("data") if type(e.get("data")) is dict else None))
+        else:
+            result = msg.get("result")
+            fut.set_result(result if type(result) is dict else {})
+
+    def _client_request(self, live: Live) -> Callable[[HttpExchange, str, dict[str, Any] | None],
+                                                      Awaitable[dict[str, Any]]]:
+        timeout = self.rt.settings.client_request_timeout_ms / 1000
+
+        async def request(exchange: HttpExchange, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+            rid = f"srv-{next(live.ids)}"
+            fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            live.pending[rid] = fut
+            message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+            if params is not None:
+                message["params"] = params
+            try:
+                exchange.post(message)
+                await exchange.drain()
+                return await asyncio.wait_for(fut, timeout)
+            except TimeoutError:
+                raise McpError(JsonRpcErrorCode.Timeout, f"The client did not answer {method} in time.") from None
+            finally:
+                live.pending.pop(rid, None)
+
+        return request
+
+    async def _batch(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str],
+                     msgs: list[Any]) -> None:
+        sid = headers.get("mcp-session-id")
+        if not msgs:
+            await _error(send, 400, JsonRpcErrorCode.InvalidRequest, "An empty batch is not a valid request.")
+            return
+        record = await self._session(send, sid, None)
+        if record is False:
+            return
+        assert record is None or isinstance(record, SessionRecord)
+        version = record.protocol_version if record is not None else headers.get(
+            "mcp-protocol-version", "2025-03-26").strip()
+        if not supports_batches(version):
+            await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
+                         f"Bad Request: JSON-RPC batches are not part of protocol {version}.")
+            return
+        requests: list[dict[str, Any]] = []
+        errors: list[bytes] = []
+        for m in msgs:
+            try:
+                kind = classify_message(m)
+            except InvalidMessage as exc:
+                errors.append(error_response(exc.request_id, _err(exc.code, exc.message)))
+                continue
+            if kind == "request" and m["method"] == "initialize":
+                errors.append(error_response(m["id"], _err(JsonRpcErrorCode.InvalidRequest,
+                                                           "initialize must not be part of a batch.")))
+            elif kind == "request":
+                requests.append(m)
+            elif kind == "notification":
+                self._notification(m, record)
+            else:
+                self._client_response(m, record)
+        if not requests and not errors:
+            await _accepted(send)
+            return
+        out_headers = [(b"mcp-session-id", record.id.encode())] if record is not None else []
+        live = self.rt.live.get(record.id) if record is not None else None
+        exchange = HttpExchange(send, out_headers, self.keepalive_s,
+                                client_requests=self._client_request(live) if live is not None else None)
+
+        async def one(m: dict[str, Any]) -> bytes | None:
+            rscope = self._scope_for(m, headers, record)
+            rscope.outbound = exchange
+            return await self._run(m, rscope, live)
+
+        results = await asyncio.gather(*(one(m) for m in requests))
+        parts = errors + [r for r in results if r is not None]
+        await exchange.finish(b"[" + b",".join(parts) + b"]")
+
+    # -- GET: the standalone stream -------------------------------------------------------------
+
+    async def _get(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+        if not accepts(headers.get("accept"), "text/event-stream"):
+            await _error(send, 406, JsonRpcErrorCode.InvalidRequest, "Not Acceptable: use text/event-stream.")
+            return
+        if self.mode == "stateless":
+            await _error(send, 405, JsonRpcErrorCode.InvalidRequest,
+                         "Method Not Allowed: this server keeps no sessions, so it has no standalone stream.",
+                         headers=[(b"allow", b"POST")])
+            return
+        sid = headers.get("mcp-session-id")
+        if sid is None:
+            await _error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: Mcp-Session-Id header is required.")
+            return
+        record = await self._session(send, sid, None)
+        if record is False or record is None:
+            return
+        assert isinstance(record, SessionRecord)
+        if not self._version_ok(headers):
+            await _error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: unsupported MCP-Protocol-Version.")
+            return
+        live = self.rt.live.get(record.id)
+        if live.get_stream is not None:
+            await _error(send, 409, JsonRpcErrorCode.InvalidRequest,
+                         "Conflict: this session already has an open stream.")
+            return
+        await self._stream(receive, send, record, live)
+
+    async def _stream(self, receive: Receive, send: Send, record: SessionRecord, live: Live) -> None:
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        from ..server.notify import notification_for
+
+        def on_event(ev: dict[str, Any]) -> None:
+            if ev.get("origin") == record.id:
+                return
+            if ev["kind"] == "resource" and ev.get("uri") not in record.subscriptions:
+                return
+            queue.put_nowait(_json.dumps(notification_for(ev)))
+
+        unsubscribe = self.rt.bus.subscribe(on_event)
+        live.get_stream = lambda: queue.put_nowait(None)
+        stop = self.dispatcher.closing.add_listener(lambda: queue.put_nowait(None))
+        writer = SseWriter(send, [(b"mcp-session-id", record.id.encode())], self.keepalive_s)
+        gone = asyncio.get_running_loop().create_task(_until_disconnect(receive))
+        try:
+            await writer.start()
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    getter.cancel()
+                    break
+                data = getter.result()
+                if data is None:
+                    break
+                await writer.write(event(data))
+        finally:
+            gone.cancel()
+            unsubscribe()
+            stop()
+            live.get_stream = None
+            await writer.close()
+            self.rt.live.forget_if_idle(record.id)
+
+    # -- DELETE ---------------------------------------------------------------------------------
+
+    async def _delete(self, send: Send, headers: dict[str, str]) -> None:
+        if self.mode == "stateless":
+            await _error(send, 405, JsonRpcErrorCode.InvalidRequest, "Method Not Allowed: there are no sessions.",
+                         headers=[(b"allow", b"POST")])
+            return
+        sid = headers.get("mcp-session-id")
+        if sid is None:
+            await _error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: Mcp-Session-Id header is required.")
+            return
+        record = await self._session(send, sid, None)
+        if record is False or record is None:
+            return
+        assert isinstance(record, SessionRecord)
+        await self.rt.sessions.delete(record.id)
+        self.rt.live.release(record.id)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def _accepted(send: Send) -> None:
+    await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _until_disconnect(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def _watch_disconnect(receive: Receive, entry: InFlight) -> None:
+    """2026-07-28: closing the response stream cancels the request."""
+    try:
+        await _until_disconnect(receive)
+    except asyncio.CancelledError:
+        return
+    entry.cancel("the client closed the stream")

@@ -1,0 +1,267 @@
+"""stdio: newline-delimited JSON-RPC on stdin/stdout, logs on stderr, exit on EOF.
+
+Each message is classified on its own: one carrying the 2026-07-28 envelope is served
+statelessly; everything else belongs to the process's 2025-era session, opened by ``initialize``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from typing import Any
+
+from .. import _json
+from ..context import RequestScope
+from ..errors import JsonRpcErrorCode, McpError
+from ..logs import LEVELS
+from ..protocol.envelope import read_envelope
+from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response
+from ..protocol.versions import META_PROTOCOL_VERSION, Era, supports_batches
+from ..runtime import Runtime
+from ..server.notify import notification_for
+from ..sessions.base import SessionRecord
+from .live import InFlight
+
+__all__ = ["StdioTransport"]
+
+log = logging.getLogger("mcpcore.transport")
+
+
+class _Writer:
+    """Serialises writes to stdout, one JSON message per line."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def put(self, data: bytes) -> None:
+        self._idle.clear()
+        self._queue.put_nowait(data)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            data = await self._queue.get()
+            if data is None:
+                return
+            try:
+                await loop.run_in_executor(None, self._write, data + b"\n")
+            except (BrokenPipeError, OSError):
+                log.info("stdout closed")
+                return
+            finally:
+                if self._queue.empty():
+                    self._idle.set()
+
+    def _write(self, data: bytes) -> None:
+        buf = getattr(self._stream, "buffer", self._stream)
+        buf.write(data)
+        buf.flush()
+
+    async def drain(self) -> None:
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        self._queue.put_nowait(None)
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
+
+
+class _Out:
+    """A request's outbound channel on stdio (shared stdout, request-scoped messages)."""
+
+    def __init__(self, transport: StdioTransport) -> None:
+        self._t = transport
+
+    def post(self, message: dict[str, Any]) -> None:
+        self._t.writer.put(_json.dumps(message))
+
+    async def drain(self) -> None:
+        await self._t.writer.drain()
+
+    async def request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        return await self._t.client_request(method, params)
+
+
+class StdioTransport:
+    """Serves one client over a pair of streams."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.session: SessionRecord | None = None
+        self.inflight: dict[Any, InFlight] = {}
+        self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = 0
+        self.writer: _Writer
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def serve(self, stdin: Any = None, stdout: Any = None) -> None:
+        self.writer = _Writer(stdout or sys.stdout)
+        self.writer.start()
+        unsubscribe = self.rt.bus.subscribe(self._on_event)
+        try:
+            async for line in _lines(stdin or sys.stdin):
+                if line.strip():
+                    self._handle_line(line)
+        finally:
+            unsubscribe()
+            for entry in list(self.inflight.values()):
+                entry.cancel("stdin closed")
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self.writer.drain()
+            await self.writer.close()
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        if self.session is None or event.get("origin") == "stdio":
+            return
+        if event["kind"] == "resource" and event.get("uri") not in self.session.subscriptions:
+            return
+        self.writer.put(_json.dumps(notification_for(event)))
+
+    def _send_error(self, rid: Any, code: int, message: str) -> None:
+        self.writer.put(error_response(rid, {"code": code, "message": message}))
+
+    def _handle_line(self, line: bytes) -> None:
+        try:
+            msg = _json.loads(line)
+        except _json.JSONDecodeError:
+            self._send_error(None, JsonRpcErrorCode.ParseError, "Parse error: the line is not valid JSON.")
+            return
+        msgs = msg if type(msg) is list else [msg]
+        if type(msg) is list and not (self.session and supports_batches(self.session.protocol_version)):
+            self._send_error(None, JsonRpcErrorCode.InvalidRequest, "JSON-RPC batches are not part of this protocol.")
+            return
+        for m in msgs:
+            try:
+                kind = classify_message(m)
+            except InvalidMessage as exc:
+                self._send_error(exc.request_id, exc.code, exc.message)
+                continue
+            if kind == "request":
+                task = asyncio.get_running_loop().create_task(self._request(m))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            elif kind == "notification":
+                self._notification(m)
+            else:
+                self._response(m)
+
+    async def _request(self, msg: dict[str, Any]) -> None:
+        rid = msg["id"]
+        params = msg.get("params") or {}
+        meta = params.get("_meta") if type(params.get("_meta")) is dict else None
+        rscope = RequestScope(method=msg["method"], jsonrpc_id=rid, services=self.rt.services, transport="stdio",
+                              outbound=_Out(self), meta=meta, tenant_id="default")
+        if meta is not None and META_PROTOCOL_VERSION in meta:
+            try:
+                env = read_envelope(params)
+            except McpError as exc:
+                self.writer.put(error_response(rid, exc.to_wire(rscope.request_id)))
+                return
+            rscope.era = Era.MODERN
+            rscope.protocol_version = env.version
+            rscope.client_capabilities = env.capabilities
+            rscope.client_info = env.client_info
+            rscope.client_log_level = env.log_level
+            rscope.progress_token = env.progress_token
+        else:
+            if msg["method"] == "initialize":
+                self.session = SessionRecord(id="stdio")
+            s = self.session
+            rscope.session = s
+            rscope.protocol_version = s.protocol_version if s else "2025-03-26"
+            rscope.client_capabilities = s.client_capabilities if s else None
+            rscope.client_info = s.client_info if s else None
+            rscope.client_log_level = LEVELS[s.log_level] if s and s.log_level else 0
+            token = meta.get("progressToken") if meta else None
+            rscope.progress_token = token if type(token) in (str, int) else None
+        ir = params.get("inputResponses")
+        rscope.input_responses = ir if type(ir) is dict else None
+        rs = params.get("requestState")
+        rscope.request_state = rs if type(rs) is str else None
+        task = asyncio.current_task()
+        entry = InFlight(task, rscope.signal)
+        self.inflight[rid] = entry
+        try:
+            body = await self.rt.dispatcher.handle(msg, rscope)
+        except asyncio.CancelledError:
+            if entry.cancelled and task is not None and task.uncancel() == 0:
+                return
+            raise
+        finally:
+            if self.inflight.get(rid) is entry:
+                del self.inflight[rid]
+        self.writer.put(body)
+
+    def _notification(self, msg: dict[str, Any]) -> None:
+        if msg["method"] == "notifications/cancelled":
+            params = msg.get("params") or {}
+            entry = self.inflight.get(params.get("requestId"))
+            if entry is not None:
+                reason = params.get("reason")
+                entry.cancel(reason if type(reason) is str else "cancelled by the client")
+
+    def _response(self, msg: dict[str, Any]) -> None:
+        fut = self.pending.get(str(msg["id"]))
+        if fut is None or fut.done():
+            return
+        if type(msg.get("error")) is dict:
+            e = msg["error"]
+            fut.set_exception(McpError(e.get("code", JsonRpcErrorCode.InternalError), str(e.get("message", "")),
+                                       e.get("data") if type(e.get("data")) is dict else None))
+        else:
+            result = msg.get("result")
+            fut.set_result(result if type(result) is dict else {})
+
+    async def client_request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        self._ids += 1
+        rid = f"srv-{self._ids}"
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.pending[rid] = fut
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.writer.put(_json.dumps(message))
+        try:
+            return await asyncio.wait_for(fut, self.rt.settings.client_request_timeout_ms / 1000)
+        except TimeoutError:
+            raise McpError(JsonRpcErrorCode.Timeout, f"The client did not answer {method} in time.") from None
+        finally:
+            self.pending.pop(rid, None)
+
+
+async def _lines(stream: Any) -> Any:
+    """Yield lines from ``stream`` without blocking the loop (a pipe reader, else a thread)."""
+    loop = asyncio.get_running_loop()
+    if isinstance(stream, asyncio.StreamReader):
+        reader = stream
+    else:
+        reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
+        try:
+            fd = stream.fileno()
+            pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        except (OSError, ValueError, AttributeError):
+            buf = getattr(stream, "buffer", stream)
+            while True:
+                line = await loop.run_in_executor(None, buf.readline)
+                if not line:
+                    return
+                yield line
+            return
+    while True:
+        line = await reader.readline()
+        if not line:
+            return
+        yield line
