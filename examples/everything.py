@@ -117,7 +117,7 @@ def test_error_handling() -> str:
     raise McpError(JsonRpcErrorCode.InternalError, "This tool intentionally returns an error for testing")
 
 
-class address(BaseModel):  # noqa: N801 - the suite expects the $defs key "address"
+class address(BaseModel):
     street: str | None = None
     city: str | None = None
 
@@ -191,7 +191,7 @@ def test_prompt_with_arguments(
 
 @prompt
 def test_prompt_with_embedded_resource(
-    resourceUri: Annotated[str, Field(description="URI of the resource to embed")],  # noqa: N803 - wire name
+    resourceUri: Annotated[str, Field(description="URI of the resource to embed")],
 ) -> list[PromptMessage]:
     """A prompt that embeds a resource."""
     return [
@@ -220,8 +220,8 @@ class SearchResult(BaseModel):
 
 
 class SearchEnrichment(BaseModel):
-    effectiveQuery: str = Field(description="The query as the server parsed it")  # noqa: N815 - wire name
-    totalCount: int = Field(description="Total matches before the limit")  # noqa: N815
+    effectiveQuery: str = Field(description="The query as the server parsed it")
+    totalCount: int = Field(description="Total matches before the limit")
     notice: str | None = Field(default=None, description="Guidance when nothing matched")
 
 

@@ -24,7 +24,7 @@ def load_app(target: str) -> Any:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     module = importlib.import_module(module_name)
-    obj = module
+    obj: Any = module
     for part in (attr or "app").split("."):
         obj = getattr(obj, part, None)
         if obj is None:

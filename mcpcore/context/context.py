@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import time
 from collections.abc import Mapping, Sequence
@@ -82,7 +83,7 @@ class Context(RequestContext):
     Declare it as a parameter annotated ``Context`` (any name); it never appears in a schema.
     """
 
-    __slots__ = ("_content", "_enrich", "_errors", "_log", "_scope", "_state", "uri")
+    __slots__ = ("_content", "_enrich", "_errors", "_log", "_loop", "_scope", "_state", "uri")
 
     def __init__(
         self,
@@ -108,6 +109,23 @@ class Context(RequestContext):
         self._state: ContextState | None = None
         self._enrich: Enrich | None = None
         self._content: ContentCollect | None = None
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+
+    def _post(self, message: dict[str, Any]) -> None:
+        """Queue a message on the request's channel, from the loop or from a worker thread."""
+        if self._loop is not None and not _on_loop():
+            self._loop.call_soon_threadsafe(self._scope.outbound.post, message)
+            return
+        self._scope.outbound.post(message)
+
+    def _notify(self, event: dict[str, Any]) -> None:
+        if self._loop is not None and not _on_loop():
+            self._loop.call_soon_threadsafe(self._scope.services.notify, event, self._scope)
+            return
+        self._scope.services.notify(event, self._scope)
 
     @property
     def log(self) -> ContextLogger:
@@ -169,19 +187,19 @@ class Context(RequestContext):
 
     def notify_tool_list_changed(self) -> None:
         """Tell clients to re-list tools (fire-and-forget)."""
-        self._scope.services.notify({"kind": "tools"}, self._scope)
+        self._notify({"kind": "tools"})
 
     def notify_prompt_list_changed(self) -> None:
         """Tell clients to re-list prompts (fire-and-forget)."""
-        self._scope.services.notify({"kind": "prompts"}, self._scope)
+        self._notify({"kind": "prompts"})
 
     def notify_resource_list_changed(self) -> None:
         """Tell clients to re-list resources (fire-and-forget)."""
-        self._scope.services.notify({"kind": "resources"}, self._scope)
+        self._notify({"kind": "resources"})
 
     def notify_resource_updated(self, uri: str) -> None:
         """Tell clients subscribed to ``uri`` that it changed (fire-and-forget)."""
-        self._scope.services.notify({"kind": "resource", "uri": uri}, self._scope)
+        self._notify({"kind": "resource", "uri": uri})
 
     def fail(self, reason: str, message: str | None = None, data: Mapping[str, Any] | None = None, *,
              cause: BaseException | None = None) -> McpError:
@@ -206,6 +224,14 @@ class Context(RequestContext):
             if c.reason == reason:
                 return {"recovery": {"hint": c.recovery}}
         return {}
+
+
+def _on_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def with_extra(ctx: RequestContext, extra: Mapping[str, Any] | None = None, /, **fields: Any) -> Any:

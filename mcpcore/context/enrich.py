@@ -74,11 +74,11 @@ class ContentCollect:
 
     def image(self, data: str | bytes, mime_type: str) -> None:
         """Add a base64 image block (bytes are encoded for you)."""
-        self.blocks.append(to_wire(ImageContent(data=_b64(data), mimeType=mime_type)))
+        self.blocks.append(to_wire(ImageContent(data=_b64(data), mime_type=mime_type)))
 
     def audio(self, data: str | bytes, mime_type: str) -> None:
         """Add a base64 audio block (bytes are encoded for you)."""
-        self.blocks.append(to_wire(AudioContent(data=_b64(data), mimeType=mime_type)))
+        self.blocks.append(to_wire(AudioContent(data=_b64(data), mime_type=mime_type)))
 
 
 def _b64(data: str | bytes) -> str:

@@ -51,7 +51,7 @@ class ContextLogger:
         self._emit("critical", msg, data, fields, None)
 
     def _emit(self, level: str, msg: str, data: Mapping[str, Any] | None, fields: dict[str, Any],
-              error: BaseException | str | None | object) -> None:
+              error: BaseException | str | object | None) -> None:
         n = LEVELS[level]
         ctx = self._ctx
         scope = ctx._scope
@@ -81,7 +81,7 @@ class ContextLogger:
             if ctx.operation:
                 params["logger"] = ctx.operation
             try:
-                scope.outbound.post({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+                ctx._post({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
             except Exception:  # fire-and-forget: a dead client never fails the handler
                 _logger.debug("dropped a log notification", exc_info=True)
 

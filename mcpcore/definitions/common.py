@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -12,9 +13,27 @@ import anyio.to_thread
 
 from ..errors import ConfigurationError
 
-__all__ = ["NAME_RE", "check_name", "description_of", "make_caller"]
+__all__ = ["NAME_RE", "caller_locals", "check_name", "description_of", "make_caller"]
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+
+
+def caller_locals(depth: int = 2) -> dict[str, Any] | None:
+    """The local names of the scope that applied a decorator, so annotations naming classes
+    defined in a function body (``from __future__ import annotations``) still resolve."""
+    try:
+        frame = sys._getframe(depth)
+    except ValueError:
+        return None
+    while frame is not None and _internal(frame.f_globals.get("__name__", "")):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None or frame.f_locals is frame.f_globals:
+        return None
+    return dict(frame.f_locals)
+
+
+def _internal(module: str) -> bool:
+    return module == "mcpcore" or (module.startswith("mcpcore.") and not module.startswith("mcpcore.testing"))
 
 
 def check_name(kind: str, name: object) -> str:
@@ -42,7 +61,7 @@ def description_of(kind: str, name: str, explicit: str | None, fn: Callable[...,
 def make_caller(fn: Callable[..., Any]) -> Callable[[dict[str, Any]], Awaitable[Any]]:
     """An async caller for ``fn``: awaited when async, run in a worker thread when sync."""
     target = inspect.unwrap(fn)
-    if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(getattr(target, "__call__", None)):
+    if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(getattr(target, "__call__", None)):  # noqa: B004
         async def call_async(kwargs: dict[str, Any]) -> Any:
             return await fn(**kwargs)
 

@@ -8,7 +8,7 @@ from typing import Any, TypeVar, overload
 
 from ..content import PromptMessage, to_wire
 from ..errors import ConfigurationError
-from .common import check_name, description_of, make_caller
+from .common import caller_locals, check_name, description_of, make_caller
 from .schema import ArgsPlan, args_plan
 
 __all__ = ["PromptDefinition", "prompt"]
@@ -74,11 +74,13 @@ def build_prompt(
     complete: Mapping[str, Callable[..., Any]] | None = None,
     icons: list[dict[str, Any]] | None = None,
     meta: Mapping[str, Any] | None = None,
+    localns: dict[str, Any] | None = None,
 ) -> PromptDefinition:
-    prompt_name = check_name("prompt", name or fn.__name__)
+    prompt_name = check_name("prompt", name if name is not None else fn.__name__)
     owner = f"prompt {prompt_name!r}"
     desc = description_of("prompt", prompt_name, description, fn)
-    plan = args_plan(fn, owner, model_name=f"{prompt_name.replace('.', '_').replace('-', '_')}_args")
+    plan = args_plan(fn, owner, model_name=f"{prompt_name.replace('.', '_').replace('-', '_')}_args",
+                     localns=localns if localns is not None else caller_locals())
     arguments: list[dict[str, Any]] = []
     for fname, f in plan.model.model_fields.items():
         entry: dict[str, Any] = {"name": f.alias or fname}

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from .. import _json
 from ..content import BlobResourceContents, Resource, TextResourceContents, to_wire
 from ..errors import ConfigurationError, ErrorContract, validate_contracts
-from .common import check_name, make_caller
+from .common import caller_locals, check_name, make_caller
 from .schema import ArgsPlan, args_plan
 from .uritemplate import UriTemplate
 
@@ -50,7 +50,7 @@ class ResourceDefinition:
     mime_type: str | None = None
     size: int | None = None
     annotations: dict[str, Any] | None = None
-    list: Callable[..., Any] | None = None
+    lister: Callable[..., Any] | None = None
     list_call: Callable[[dict[str, Any]], Any] | None = None
     list_ctx_param: str | None = None
     complete: dict[str, Callable[..., Any]] = field(default_factory=dict)
@@ -102,7 +102,7 @@ class ResourceDefinition:
         if isinstance(value, str):
             return {"uri": uri, "mimeType": self.mime_type or "text/plain", "text": value}
         if isinstance(value, (bytes, bytearray, memoryview)):
-            return to_wire(BlobResourceContents(uri=uri, mimeType=self.mime_type or "application/octet-stream",
+            return to_wire(BlobResourceContents(uri=uri, mime_type=self.mime_type or "application/octet-stream",
                                                 blob=bytes(value)))
         if isinstance(value, (TextResourceContents, BlobResourceContents)):
             return to_wire(value)
@@ -129,14 +129,17 @@ def build_resource(
     errors: Sequence[ErrorContract] = (),
     auth: Sequence[str] = (),
     meta: Mapping[str, Any] | None = None,
+    localns: dict[str, Any] | None = None,
 ) -> ResourceDefinition:
     """Build a :class:`ResourceDefinition`; raises :class:`ConfigurationError` on mistakes."""
-    if not isinstance(uri, str) or "://" not in uri and not uri.startswith(("urn:", "data:")):
+    if not isinstance(uri, str) or ("://" not in uri and not uri.startswith(("urn:", "data:"))):
         raise ConfigurationError(f"resource URI {uri!r} must be an absolute URI or URI template")
     template = UriTemplate(uri)
-    res_name = check_name("resource", name or fn.__name__)
+    res_name = check_name("resource", name if name is not None else fn.__name__)
     owner = f"resource {uri!r}"
-    plan = args_plan(fn, owner, model_name=f"{res_name.replace('.', '_').replace('-', '_')}_params")
+    localns = localns if localns is not None else caller_locals()
+    plan = args_plan(fn, owner, model_name=f"{res_name.replace('.', '_').replace('-', '_')}_params",
+                     localns=localns)
     fields = plan.model.model_fields
     names = set(plan.field_keys)
     missing = [v for v in template.variables if v not in names]
@@ -156,7 +159,7 @@ def build_resource(
     list_call = None
     list_ctx = None
     if list is not None:
-        lplan = args_plan(list, f"{owner} list=", model_name="list_params", allow_model=False)
+        lplan = args_plan(list, f"{owner} list=", model_name="list_params", allow_model=False, localns=localns)
         if lplan.names:
             raise ConfigurationError(f"{owner}: list= takes no arguments except an optional Context")
         list_call = make_caller(list)
@@ -174,7 +177,7 @@ def build_resource(
         mime_type=mime_type,
         size=size,
         annotations=dict(annotations) if annotations else None,
-        list=list,
+        lister=list,
         list_call=list_call,
         list_ctx_param=list_ctx,
         complete=dict(complete or {}),

@@ -51,9 +51,10 @@ def object_schema(model: type[BaseModel], *, strict: bool) -> dict[str, Any]:
     return schema
 
 
-def type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+def type_hints(fn: Callable[..., Any], localns: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Resolved annotations of ``fn``; names local to the defining scope resolve through ``localns``."""
     try:
-        return typing.get_type_hints(fn, include_extras=True)
+        return typing.get_type_hints(fn, localns=localns, include_extras=True)
     except Exception:  # unresolvable forward references: fall back to the raw annotations
         return dict(getattr(fn, "__annotations__", {}))
 
@@ -91,10 +92,11 @@ class ArgsPlan:
         return {n: d[n] for n in self.names}
 
 
-def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_model: bool = True) -> ArgsPlan:
+def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_model: bool = True,
+              localns: dict[str, Any] | None = None) -> ArgsPlan:
     """Analyse ``fn``'s signature once: find the ``Context`` parameter and build the input model."""
     sig = inspect.signature(fn)
-    hints = type_hints(fn)
+    hints = type_hints(fn, localns)
     ctx_param: str | None = None
     params: list[inspect.Parameter] = []
     for p in sig.parameters.values():

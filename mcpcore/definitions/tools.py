@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from ..content import CONTENT_TYPES, ToolResult
 from ..errors import ConfigurationError, ErrorContract, validate_contracts
-from .common import check_name, description_of, make_caller
+from .common import caller_locals, check_name, description_of, make_caller
 from .schema import ArgsPlan, OutputPlan, args_plan, json_schema, object_schema, output_plan, type_hints
 
 __all__ = ["ToolDefinition", "tool"]
@@ -160,15 +160,17 @@ def build_tool(
     icons: Sequence[Mapping[str, Any]] | None = None,
     structured: bool = True,
     header_params: Mapping[str, str] | None = None,
+    localns: dict[str, Any] | None = None,
 ) -> ToolDefinition:
     """Build a :class:`ToolDefinition` from ``fn``; raises :class:`ConfigurationError` on mistakes."""
-    tool_name = check_name("tool", name or fn.__name__)
+    tool_name = check_name("tool", name if name is not None else fn.__name__)
     owner = f"tool {tool_name!r}"
     desc = description_of("tool", tool_name, description, fn)
-    plan = args_plan(fn, owner, model_name=f"{tool_name.replace('.', '_').replace('-', '_')}_arguments")
+    plan = args_plan(fn, owner, model_name=f"{tool_name.replace('.', '_').replace('-', '_')}_arguments",
+                     localns=localns)
     input_schema = object_schema(plan.model, strict=True)
     hparams = _header_params(owner, input_schema, header_params)
-    ret = type_hints(fn).get("return", None)
+    ret = type_hints(fn, localns).get("return", None)
     output: OutputPlan | None = None
     returns_content = False
     if ret is not None and ret is not type(None):
@@ -247,14 +249,14 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
         structured: ``False`` to send no ``outputSchema``/``structuredContent``.
         header_params: ``{argument: HeaderName}`` mirrored into ``Mcp-Param-<HeaderName>`` (2026-07-28).
     """
-    def decorate(f: Any) -> Any:
+    def decorate(f: Any, localns: dict[str, Any] | None = None) -> Any:
         if not callable(f):
             raise TypeError("@tool decorates a function")
-        setattr(f, TOOL_ATTR, build_tool(f, **options))
+        setattr(f, TOOL_ATTR, build_tool(f, localns=localns or caller_locals(), **options))
         return f
 
     if fn is not None:
         if options:
             raise TypeError("use @tool or @tool(...)")
-        return decorate(fn)
+        return decorate(fn, caller_locals())
     return decorate

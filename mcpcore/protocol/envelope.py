@@ -131,7 +131,8 @@ def check_headers(headers: Mapping[str, str], msg: Mapping[str, Any], version: s
         if decoded != body_name:
             raise _mismatch(f"Mcp-Name header value '{decoded}' does not match body value '{body_name}'")
     if header_params:
-        args = params.get("arguments") if type(params.get("arguments")) is dict else {}
+        raw_args = params.get("arguments")
+        args: Mapping[str, Any] = raw_args if isinstance(raw_args, dict) else {}
         for arg, hname in header_params.items():
             value = args.get(arg)
             raw = headers.get("mcp-param-" + hname.lower())

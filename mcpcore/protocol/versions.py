@@ -6,7 +6,7 @@ Legacy (handshake) revisions negotiate once through ``initialize``; the modern r
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 __all__ = [
     "LATEST_LEGACY",
@@ -31,7 +31,7 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 
-class Era(str, Enum):
+class Era(StrEnum):
     """Which protocol family serves a request."""
 
     LEGACY = "legacy"

@@ -15,7 +15,7 @@ from .results import classify_and_log
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
 
-__all__ = ["list_resources", "read_resource", "subscribe", "unsubscribe"]
+__all__ = ["all_resources", "not_found", "read_resource", "subscribe", "unsubscribe"]
 
 
 def _uri(params: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ collected content) and failure (``isError`` with the error envelope)."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +39,9 @@ def tool_error_result(err: McpError, contracts: Sequence[ErrorContract], request
     return {"content": [{"type": "text", "text": text}], "structuredContent": {"error": payload}, "isError": True}
 
 
+_CONTAINER = re.compile(r"^(?:>|[-*+](?:\s|$)|\d+[.)](?:\s|$))")
+
+
 def _is_content(value: Any) -> bool:
     if isinstance(value, CONTENT_TYPES):
         return True
@@ -69,7 +73,7 @@ def _trailer(tool: ToolDefinition, fields: dict[str, Any], kinds: dict[str, str]
             text = f"**{label}:** {_render_value(value)}"
         lines.append(text)
         last = text.rstrip().splitlines()[-1] if text.strip() else ""
-        if last.startswith((">", "-", "*")) or last[:3].rstrip(".").isdigit():
+        if _CONTAINER.match(last):
             lines.append("")
     while lines and lines[-1] == "":
         lines.pop()

@@ -26,7 +26,7 @@ _JSON = [(b"content-type", b"application/json")]
 
 
 async def json_response(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    h = _JSON + [(b"content-length", str(len(body)).encode())]
+    h = [*_JSON, (b"content-length", str(len(body)).encode())]
     if headers:
         h = h + headers
     await send({"type": "http.response.start", "status": status, "headers": h})
@@ -102,7 +102,7 @@ class HttpExchange:
         if self.writer is None:
             if body is None:
                 await self._send({"type": "http.response.start", "status": 202, "headers": [
-                    (b"content-length", b"0")] + self._headers})
+                    (b"content-length", b"0"), *self._headers]})
                 await self._send({"type": "http.response.body", "body": b""})
             else:
                 await json_response(self._send, status, body, self._headers)

@@ -205,7 +205,7 @@ class HttpTransport:
 
     # -- 2025 era -------------------------------------------------------------------------------
 
-    async def _session(self, send: Send, sid: str | None, rid: Any) -> SessionRecord | None | bool:
+    async def _session(self, send: Send, sid: str | None, rid: Any) -> SessionRecord | bool | None:
         """The session a 2025-era request names; ``False`` when a response was already sent."""
         if sid is None or self.mode == "stateless":
             if sid is None and self.mode == "stateful":

@@ -1,0 +1,8 @@
+"""Testing helpers: an in-process streaming transport and MCP client, mock contexts."""
+
+from .asgi import StreamingASGITransport
+from .client import McpTestClient, parse_sse
+from .mock import create_mock_context, get_content_blocks, get_enrichment
+
+__all__ = ["McpTestClient", "StreamingASGITransport", "create_mock_context", "get_content_blocks", "get_enrichment",
+           "parse_sse"]

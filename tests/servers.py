@@ -1,0 +1,61 @@
+"""Real servers for tests: the example app under uvicorn on a free loopback port."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def run_server(target: str = "examples.everything:app", env: dict[str, str] | None = None,
+               port: int | None = None) -> Iterator[str]:
+    """Serve ``target`` with ``mcpcore run`` on a free port; yields the MCP URL; stops it by PID."""
+    port = port or free_port()
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
+    proc = subprocess.Popen([sys.executable, "-m", "mcpcore", "run", target, "--host", "127.0.0.1", "--port",
+                             str(port)], cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=log)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                err = log.read().decode(errors="replace")
+                raise RuntimeError(f"server exited with {proc.returncode}: {err[-2000:]}")
+            try:
+                if httpx.get(f"{base}/healthz", timeout=0.5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not start within 20 s")
+            time.sleep(0.05)
+        yield f"{base}/mcp"
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
