@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import secrets
 import struct
 import sys
 import wave
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,8 +29,10 @@ from mcpcore import (
     McpError,
     PromptMessage,
     Resource,
+    Settings,
     TextContent,
     TextResourceContents,
+    input_required,
     prompt,
     resource,
     tool,
@@ -117,24 +120,304 @@ def test_error_handling() -> str:
     raise McpError(JsonRpcErrorCode.InternalError, "This tool intentionally returns an error for testing")
 
 
-class address(BaseModel):
+class Address(BaseModel):
     street: str | None = None
     city: str | None = None
 
 
-AddressModel = address
-
-
-class SchemaInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"$schema": "https://json-schema.org/draft/2020-12/schema"})
+class ContactInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     name: str | None = None
-    address: AddressModel | None = None
+    address: Address | None = None
+    contactMethod: Literal["phone", "email"] | None = None
+    phone: str | None = None
+    email: str | None = None
 
 
-@tool(name="json_schema_2020_12_tool", description="Tool with JSON Schema 2020-12 features")
-def json_schema_tool(args: SchemaInput) -> str:
+JSON_SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                          "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+                   "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                   "phone": {"type": "string"}, "email": {"type": "string"}},
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+@tool(name="json_schema_2020_12_tool", description="Tool with JSON Schema 2020-12 features",
+      input_schema=JSON_SCHEMA_2020_12)
+def json_schema_tool(args: ContactInput) -> str:
+    if not (args.phone or args.email):
+        raise McpError(JsonRpcErrorCode.InvalidParams, "Give a phone number or an email address.")
     return f"Hello {args.name or 'anonymous'}"
 
+
+# -- tools the 2026-07-28 suite calls -----------------------------------------------------------
+
+@tool
+def test_missing_capability(ctx: Context) -> str:
+    """Ask the client's model a question; a request without the sampling capability is refused (-32021)."""
+    view = ctx.inputs.view("answer")
+    if view.kind == "sampling":
+        return f"The model answered: {_sampled_text(view.result)}"
+    return ctx.request_input({"answer": input_required.create_message("Say hello.", max_tokens=20)})
+
+
+@tool
+async def test_logging_tool(ctx: Context) -> str:
+    """Log three lines; they reach the client only when the request opted in with a log level."""
+    for i in range(3):
+        ctx.log.info(f"log line {i + 1}")
+        await asyncio.sleep(0.01)
+    return "Logged three lines"
+
+
+@tool
+def test_trigger_tool_change(ctx: Context) -> str:
+    """Announce that the tool list changed (to every listen stream that asked)."""
+    ctx.notify_tool_list_changed()
+    return "tools/list_changed sent"
+
+
+@tool
+def test_trigger_prompt_change(ctx: Context) -> str:
+    """Announce that the prompt list changed (to every listen stream that asked)."""
+    ctx.notify_prompt_list_changed()
+    return "prompts/list_changed sent"
+
+
+@tool
+def test_trigger_resource_change(ctx: Context) -> str:
+    """Announce that the resource list changed (to every listen stream that asked)."""
+    ctx.notify_resource_list_changed()
+    return "resources/list_changed sent"
+
+
+@tool(header_params={"region": "Region"})
+def test_x_mcp_header(
+    region: Annotated[str, Field(description="Deployment region, mirrored in the Mcp-Param-Region header")],
+    query: Annotated[str, Field(description="What to look up")] = "status",
+) -> str:
+    """Look something up in a region; the region travels in an HTTP header too (2026-07-28)."""
+    return f"{query} in {region}"
+
+
+
+# -- asking the client (2025: real server-to-client requests; 2026: input_required) ------------
+
+def _sampled_text(result: dict[str, object]) -> str:
+    content = result.get("content")
+    blocks = content if isinstance(content, list) else [content]
+    return " ".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
+
+class Profile(BaseModel):
+    username: str = Field(description="User's response")
+    email: str = Field(description="User's email address")
+
+
+@tool
+def test_sampling(prompt: Annotated[str, Field(description="The prompt to send to the LLM")], ctx: Context) -> str:
+    """Ask the client's model to answer a prompt."""
+    view = ctx.inputs.view("reply")
+    if view.kind == "sampling":
+        return f"LLM response: {_sampled_text(view.result)}"
+    return ctx.request_input({"reply": input_required.create_message(prompt, max_tokens=100)})
+
+
+@tool
+def test_elicitation(message: Annotated[str, Field(description="The message to show the user")],
+                     ctx: Context) -> str:
+    """Ask the user for a username and an email address."""
+    view = ctx.inputs.view("profile")
+    if view.kind == "elicit":
+        return f"User response: action={view.action}, content={view.content}"
+    return ctx.request_input({"profile": input_required.elicit(message, Profile)})
+
+
+class Defaults(BaseModel):
+    name: str = "John Doe"
+    age: int = 30
+    score: float = 95.5
+    status: Literal["active", "inactive", "pending"] = "active"
+    verified: bool = True
+
+
+@tool
+def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Elicit a form whose every field has a default value."""
+    view = ctx.inputs.view("form")
+    if view.kind == "elicit":
+        return f"Elicitation completed: action={view.action}, content={view.content}"
+    return ctx.request_input({"form": input_required.elicit("Please review your details.", Defaults)})
+
+
+ENUM_FORM = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "oneOf": [{"const": "value1", "title": "First Option"},
+                                                     {"const": "value2", "title": "Second Option"},
+                                                     {"const": "value3", "title": "Third Option"}]},
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                       "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "items": {"anyOf": [{"const": "value1", "title": "First Choice"},
+                                                             {"const": "value2", "title": "Second Choice"},
+                                                             {"const": "value3", "title": "Third Choice"}]}},
+    },
+}
+
+
+@tool
+def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Elicit a form with every kind of enum field."""
+    view = ctx.inputs.view("choices")
+    if view.kind == "elicit":
+        return f"Elicitation completed: action={view.action}, content={view.content}"
+    return ctx.request_input({"choices": input_required.elicit("Pick some options.", ENUM_FORM)})
+
+
+class Name(BaseModel):
+    name: str
+
+
+class Ok(BaseModel):
+    ok: bool
+
+
+class Color(BaseModel):
+    color: str
+
+
+class PromptContext(BaseModel):
+    context: str
+
+
+@tool
+def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Ask for the user's name, then greet them."""
+    answer = ctx.inputs.accepted("user_name", Name)
+    if answer is None:
+        return ctx.request_input({"user_name": input_required.elicit("What is your name?", Name)})
+    return f"Hello, {answer.name}!"
+
+
+@tool
+def test_input_required_result_sampling(ctx: Context) -> str:
+    """Ask the client's model for the capital of France."""
+    view = ctx.inputs.view("capital_question")
+    if view.kind != "sampling":
+        return ctx.request_input({"capital_question": input_required.create_message(
+            "What is the capital of France?", max_tokens=100)})
+    return f"The model said: {_sampled_text(view.result)}"
+
+
+@tool
+def test_input_required_result_list_roots(ctx: Context) -> str:
+    """Ask for the client's roots and list them."""
+    view = ctx.inputs.view("client_roots")
+    if view.kind != "roots":
+        return ctx.request_input({"client_roots": input_required.list_roots()})
+    return "Roots: " + ", ".join(str(r.get("uri")) for r in view.roots)
+
+
+@tool
+def test_input_required_result_request_state(ctx: Context) -> str:
+    """Ask for confirmation and carry state across the round."""
+    answer = ctx.inputs.accepted("confirm", Ok)
+    if answer is None or ctx.inputs.state() != "confirm-round-1":
+        return ctx.request_input({"confirm": input_required.elicit("Please confirm", Ok)},
+                                 request_state="confirm-round-1")
+    return f"state-ok: confirmed={answer.ok}"
+
+
+@tool
+def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Ask for a name, a generated greeting and the roots in one round."""
+    name = ctx.inputs.accepted("user_name", Name)
+    greeting = ctx.inputs.view("greeting")
+    roots = ctx.inputs.view("client_roots")
+    if name is None or greeting.kind != "sampling" or roots.kind != "roots":
+        return ctx.request_input({
+            "user_name": input_required.elicit("What is your name?", Name),
+            "greeting": input_required.create_message("Generate a greeting", max_tokens=50),
+            "client_roots": input_required.list_roots(),
+        }, request_state="multi-1")
+    return f"{_sampled_text(greeting.result)} {name.name} ({len(roots.roots)} roots)"
+
+
+@tool
+def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Three rounds: a name, then a favourite colour, then the answer."""
+    state = ctx.inputs.state()
+    name = ctx.inputs.accepted("step1", Name)
+    if state is None or not state.startswith("round-"):
+        return ctx.request_input({"step1": input_required.elicit("Step 1: What is your name?", Name)},
+                                 request_state="round-1")
+    if state == "round-1":
+        if name is None:
+            return ctx.request_input({"step1": input_required.elicit("Step 1: What is your name?", Name)},
+                                     request_state="round-1")
+        return ctx.request_input({"step2": input_required.elicit("Step 2: What is your favorite color?", Color)},
+                                 request_state=f"round-2:{name.name}")
+    color = ctx.inputs.accepted("step2", Color)
+    if color is None:
+        return ctx.request_input({"step2": input_required.elicit("Step 2: What is your favorite color?", Color)},
+                                 request_state=state)
+    return f"{state.split(':', 1)[1]} likes {color.color}"
+
+
+@tool
+def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """Carry integrity-protected state; a tampered state is refused before this runs."""
+    answer = ctx.inputs.accepted("confirm", Ok)
+    if answer is None or ctx.inputs.state() != "tamper-proof":
+        return ctx.request_input({"confirm": input_required.elicit("Please confirm", Ok)},
+                                 request_state="tamper-proof")
+    return "state verified"
+
+
+@tool
+def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Ask only for what the client declared it can answer."""
+    caps = ctx.client_capabilities or {}
+    answers = {k: ctx.inputs.view(k).kind for k in ("name", "model", "roots")}
+    wanted = {}
+    if "elicitation" in caps and answers["name"] == "missing":
+        wanted["name"] = input_required.elicit("What is your name?", Name)
+    if "sampling" in caps and answers["model"] == "missing":
+        wanted["model"] = input_required.create_message("Say hi.", max_tokens=10)
+    if "roots" in caps and answers["roots"] == "missing":
+        wanted["roots"] = input_required.list_roots()
+    if wanted:
+        return ctx.request_input(wanted)
+    return f"answered: {sorted(k for k, v in answers.items() if v != 'missing')}"
+
+
+@tool
+def test_streaming_elicitation(ctx: Context) -> str:
+    """Ask for a name; on 2026-07-28 the answer is an input_required result, never a request."""
+    answer = ctx.inputs.accepted("user_name", Name)
+    if answer is None:
+        return ctx.request_input({"user_name": input_required.elicit("What is your name?", Name)})
+    return f"Hello, {answer.name}!"
+
+
+@prompt
+def test_input_required_result_prompt(ctx: Context) -> str:
+    """A prompt that asks the user what context to use."""
+    answer = ctx.inputs.accepted("user_context", PromptContext)
+    if answer is None:
+        return ctx.request_input({"user_context": input_required.elicit("What context should the prompt use?",
+                                                                        PromptContext)})
+    return f"Use this context: {answer.context}"
 
 # -- resources ----------------------------------------------------------------------------------
 
@@ -283,9 +566,19 @@ def catalog_item(index: int) -> str:
     return CATALOG[index - 1]
 
 
+def _settings() -> Settings:
+    settings = Settings.from_env()
+    if settings.request_state_key is None:
+        # One process only: a random key seals request state for this process's lifetime. Every
+        # instance behind a load balancer needs the same MCP_REQUEST_STATE_KEY instead.
+        settings = settings.replace(request_state_key=secrets.token_urlsafe(48))
+    return settings
+
+
 app = McpApp(
     "mcpcore-everything",
     "1.0.0",
     instructions="A test server exposing every feature the MCP conformance suites check.",
+    settings=_settings(),
 )
 app.include(sys.modules[__name__])

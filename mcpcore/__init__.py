@@ -20,6 +20,8 @@ from .content import (
     ToolResult,
 )
 from .context import AuthInfo, Context, RequestContext, create_request_context, with_extra
+from .context.builders import input_required
+from .context.inputs import ElicitView, InputRequired, InputRequiredSpec, MissingView, RootsView, SamplingView
 from .definitions import CacheHint, prompt, resource, tool
 from .errors import ConfigurationError, ErrorContract, JsonRpcErrorCode, McpError
 
@@ -30,16 +32,22 @@ __all__ = [
     "CacheHint",
     "ConfigurationError",
     "Context",
+    "ElicitView",
     "EmbeddedResource",
     "ErrorContract",
     "ImageContent",
+    "InputRequired",
+    "InputRequiredSpec",
     "JsonRpcErrorCode",
     "McpApp",
     "McpError",
+    "MissingView",
     "PromptMessage",
     "RequestContext",
     "Resource",
     "ResourceLink",
+    "RootsView",
+    "SamplingView",
     "SessionMode",
     "Settings",
     "TextContent",
@@ -47,6 +55,7 @@ __all__ = [
     "ToolResult",
     "__version__",
     "create_request_context",
+    "input_required",
     "prompt",
     "resource",
     "tool",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
@@ -16,9 +17,11 @@ from .context import ContextServices
 from .definitions.resources import CacheHint, build_resource
 from .logs import LEVELS
 from .runtime import Runtime
+from .security.sealing import RequestStateSealer
 from .server.dispatcher import Dispatcher
 from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
+from .server.registry import Registry as _Registry
 from .sessions.memory import MemorySessionStore
 from .storage.memory import MemoryStorage
 from .storage.service import CursorSigner, StateService
@@ -102,7 +105,8 @@ class McpApp:
         self.services = ContextServices(log_floor=LEVELS[self.settings.log_level], notify=self.notifier)
         self.dispatcher = Dispatcher(registry=self.registry, settings=self.settings, server_info=self.server_info,
                                      instructions=instructions, services=self.services, notifier=self.notifier,
-                                     cache_hints=dict(cache_hints or {}), sessions=self.sessions)
+                                     cache_hints=dict(cache_hints or {}), sessions=self.sessions,
+                                     sealer=RequestStateSealer.from_setting(self.settings.request_state_key))
         self._http: HttpTransport | None = None
         self._started = False
         self._start_lock: asyncio.Lock | None = None
@@ -166,13 +170,20 @@ class McpApp:
         if self._started:
             return
         if transport == "http":
-            _ = self.session_mode
+            self.services.session_mode = self.session_mode
+        if self.dispatcher.sealer is None and _uses_request_input(self.registry):
+            log.warning("MCP_REQUEST_STATE_KEY is unset: request state that definitions hand to ctx.request_input "
+                        "travels unsigned, and any client can forge it")
         exit_stack = contextlib.AsyncExitStack()
         await exit_stack.__aenter__()
         try:
             provider = self._storage()
             if self._storage_given is None:
                 exit_stack.push_async_callback(provider.close)
+            try:
+                await provider.ping()
+            except Exception as exc:  # keep serving: /readyz reports it and requests get a clear 503
+                log.error("ctx.state storage is unreachable at startup: %s", getattr(exc, "message", exc))
             signer = CursorSigner.from_settings(self.settings.storage_cursor_key, self.settings.request_state_key)
             self.services.state = StateService(provider, signer)
             await self.bus.start()
@@ -307,3 +318,22 @@ async def _plain_json(send: Send, status: int, obj: Any) -> None:
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _uses_request_input(registry: _Registry) -> bool:
+    """Whether any definition's function refers to ``request_input`` (a cheap static check)."""
+    defs: list[Any] = [*registry.tools.values(), *registry.prompts.values(), *registry.resources.values(),
+                       *registry.templates]
+    fns = [d.fn for d in defs]
+    for fn in fns:
+        code = getattr(fn, "__code__", None)
+        if code is not None and "request_input" in _code_names(code):
+            return True
+    return False

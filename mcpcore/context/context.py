@@ -6,10 +6,12 @@ import asyncio
 import copy
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import ErrorContract, JsonRpcErrorCode, McpError
+from ..protocol.versions import Era
 from .enrich import ContentCollect, Enrich
+from .inputs import ContextInputs, InputRequest, InputRequired, InputRequiredSpec, check_capabilities
 from .log import ContextLogger
 from .scope import AuthInfo, RequestScope, new_request_token
 from .state import ContextState
@@ -83,7 +85,7 @@ class Context(RequestContext):
     Declare it as a parameter annotated ``Context`` (any name); it never appears in a schema.
     """
 
-    __slots__ = ("_content", "_enrich", "_errors", "_log", "_loop", "_scope", "_state", "uri")
+    __slots__ = ("_content", "_enrich", "_errors", "_inputs", "_log", "_loop", "_scope", "_state", "uri")
 
     def __init__(
         self,
@@ -109,6 +111,7 @@ class Context(RequestContext):
         self._state: ContextState | None = None
         self._enrich: Enrich | None = None
         self._content: ContentCollect | None = None
+        self._inputs: ContextInputs | None = None
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -170,6 +173,48 @@ class Context(RequestContext):
     def protocol_version(self) -> str:
         """The protocol revision this request is served under."""
         return self._scope.protocol_version
+
+    @property
+    def inputs(self) -> ContextInputs:
+        """The answers this round carries (only those the client's capabilities cover)."""
+        if self._inputs is None:
+            s = self._scope
+            self._inputs = ContextInputs(s.input_responses, s.client_capabilities, s.request_state)
+        return self._inputs
+
+    def request_input(
+        self,
+        spec: InputRequiredSpec | Mapping[str, InputRequest] | None = None,
+        /,
+        *,
+        request_state: str | None = None,
+        fallback_hint: str | None = None,
+    ) -> NoReturn:
+        """Ask the caller for more input; the handler is re-entered with the answers on
+        ``ctx.inputs``. Write it as ``return ctx.request_input(...)``: it always raises.
+
+        Args:
+            spec: ``input_required(...)``, or a mapping of keys to ``input_required.elicit(...)``,
+                ``.elicit_url(...)``, ``.create_message(...)``, ``.list_roots()``.
+            request_state: an opaque string handed back on the next round (``ctx.inputs.state()``).
+            fallback_hint: a sentence appended to a 2025-era capability refusal's recovery hint
+                (say how the caller can supply the answer another way).
+
+        Raises:
+            McpError: the client cannot answer (2026-07-28: ``-32021``; 2025: the
+                ``client_capability_missing`` refusal), checked on every round.
+            InputRequired: otherwise (the framework turns it into the protocol's answer).
+        """
+        if spec is None:
+            spec = InputRequiredSpec({}, request_state)
+        elif not isinstance(spec, InputRequiredSpec):
+            spec = InputRequiredSpec(dict(spec), request_state)
+        elif request_state is not None:
+            spec = InputRequiredSpec(spec.input_requests, request_state)
+        s = self._scope
+        check_capabilities(spec, s.client_capabilities, modern=s.era is Era.MODERN, fallback_hint=fallback_hint,
+                           stateless_mode=s.services.session_mode == "stateless")
+        raise InputRequired(spec, fallback_hint)
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` when the request carried a ``progressToken``."""

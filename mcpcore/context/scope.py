@@ -55,7 +55,7 @@ class ContextServices:
     state: StateService | None = None
     log_floor: int = 20
     notify: Callable[[dict[str, Any], RequestScope], None] = _no_notify
-    request_state_sealed: bool = False
+    session_mode: str = "auto"
 
 
 _DEFAULT_SERVICES = ContextServices()

@@ -160,6 +160,7 @@ def build_tool(
     icons: Sequence[Mapping[str, Any]] | None = None,
     structured: bool = True,
     header_params: Mapping[str, str] | None = None,
+    input_schema: Mapping[str, Any] | None = None,
     localns: dict[str, Any] | None = None,
 ) -> ToolDefinition:
     """Build a :class:`ToolDefinition` from ``fn``; raises :class:`ConfigurationError` on mistakes."""
@@ -168,8 +169,13 @@ def build_tool(
     desc = description_of("tool", tool_name, description, fn)
     plan = args_plan(fn, owner, model_name=f"{tool_name.replace('.', '_').replace('-', '_')}_arguments",
                      localns=localns)
-    input_schema = object_schema(plan.model, strict=True)
-    hparams = _header_params(owner, input_schema, header_params)
+    if input_schema is not None:
+        if not isinstance(input_schema, Mapping) or input_schema.get("type") != "object":
+            raise ConfigurationError(f"{owner}: input_schema must be a JSON Schema object with type 'object'")
+        advertised = dict(input_schema)
+    else:
+        advertised = object_schema(plan.model, strict=True)
+    hparams = _header_params(owner, advertised, header_params)
     ret = type_hints(fn, localns).get("return", None)
     output: OutputPlan | None = None
     returns_content = False
@@ -204,7 +210,7 @@ def build_tool(
         auth=tuple(auth),
         meta=dict(meta) if meta else None,
         icons=[dict(i) for i in icons] if icons else None,
-        input_schema=input_schema,
+        input_schema=advertised,
         output_schema=output_schema,
         header_params=hparams,
     )
@@ -228,6 +234,7 @@ def tool(
     icons: Sequence[Mapping[str, Any]] | None = None,
     structured: bool = True,
     header_params: Mapping[str, str] | None = None,
+    input_schema: Mapping[str, Any] | None = None,
 ) -> Callable[[F], F]: ...
 def tool(fn: Any = None, /, **options: Any) -> Any:
     """Declare a tool. Works bare (``@tool``) or with options (``@tool(name=..., ...)``).
@@ -248,6 +255,8 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
         meta: ``_meta`` of the tool in ``tools/list``.
         structured: ``False`` to send no ``outputSchema``/``structuredContent``.
         header_params: ``{argument: HeaderName}`` mirrored into ``Mcp-Param-<HeaderName>`` (2026-07-28).
+        input_schema: advertise this JSON Schema instead of the one generated from the signature
+            (for keywords pydantic cannot express); arguments are still validated by the signature.
     """
     def decorate(f: Any, localns: dict[str, Any] | None = None) -> Any:
         if not callable(f):

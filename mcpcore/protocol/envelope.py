@@ -12,7 +12,6 @@ from typing import Any
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from .versions import (
-    LEGACY_VERSIONS,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
@@ -53,7 +52,7 @@ def read_envelope(params: Mapping[str, Any] | None) -> Envelope:
         raise _missing(META_PROTOCOL_VERSION)
     if version not in MODERN_VERSIONS:
         raise McpError(JsonRpcErrorCode.UnsupportedProtocolVersion, "Unsupported protocol version",
-                       {"supported": list(MODERN_VERSIONS) + list(reversed(LEGACY_VERSIONS)), "requested": version})
+                       {"supported": list(MODERN_VERSIONS), "requested": version})
     caps = meta.get(META_CLIENT_CAPABILITIES)
     if type(caps) is not dict:
         raise _missing(META_CLIENT_CAPABILITIES)

@@ -24,6 +24,7 @@ from ..protocol.versions import (
     Era,
     negotiate,
 )
+from ..security.sealing import RequestStateSealer
 from . import prompts as prompt_methods
 from . import resources as resource_methods
 from .closing import Closing
@@ -58,8 +59,6 @@ def _normalize_capabilities(caps: Any) -> dict[str, Any]:
 class Dispatcher:
     """Routes methods to handlers and shapes results and errors for the request's era."""
 
-    passthrough: tuple[type[BaseException], ...] = ()
-
     def __init__(
         self,
         *,
@@ -71,6 +70,7 @@ class Dispatcher:
         notifier: Notifier,
         cache_hints: dict[str, CacheHint] | None = None,
         sessions: Any = None,
+        sealer: RequestStateSealer | None = None,
     ) -> None:
         self.registry = registry
         self.settings = settings
@@ -79,6 +79,7 @@ class Dispatcher:
         self.services = services
         self.notifier = notifier
         self.sessions = sessions
+        self.sealer = sealer
         self.cache_hints = {m: CacheHint(0, "private") for m in CACHEABLE}
         self.cache_hints.update(cache_hints or {})
         self.closing = Closing()
@@ -276,6 +277,3 @@ class Dispatcher:
         held = set(scope.auth.scopes)
         if not all(s in held for s in required):
             raise McpError(JsonRpcErrorCode.Forbidden, "Insufficient permissions.")
-
-    async def on_passthrough(self, exc: BaseException, scope: RequestScope, **where: Any) -> dict[str, Any]:
-        raise exc

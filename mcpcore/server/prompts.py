@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..context import Context, RequestScope
+from ..context.inputs import InputRequired
 from ..errors import JsonRpcErrorCode, McpError
 from .results import classify_and_log
+from .rounds import run_rounds
 
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
@@ -38,21 +40,26 @@ async def get_prompt(d: Dispatcher, params: dict[str, Any], scope: RequestScope)
         where = ".".join(str(x) for x in e["loc"])
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Invalid arguments for prompt {name}: {where}: {e['msg']}",
                        {"reason": "invalid_arguments"}) from exc
-    kwargs = p.args.kwargs(validated)
-    if p.args.ctx_param is not None:
-        kwargs[p.args.ctx_param] = Context(scope, operation=f"prompt:{name}")
-    try:
-        value = await p.call(kwargs)
-        messages = p.messages(value)
-    except d.passthrough as exc:
-        return await d.on_passthrough(exc, scope, prompt=p)
-    except Exception as exc:
-        err = classify_and_log(exc, f"prompt:{name}", scope.request_id)
-        raise d.wire_error(err, ()) from exc
-    out: dict[str, Any] = {"messages": messages}
-    if p.description:
-        out["description"] = p.description
-    return out
+    operation = f"prompt:{name}"
+
+    async def attempt() -> dict[str, Any]:
+        kwargs = p.args.kwargs(validated)
+        if p.args.ctx_param is not None:
+            kwargs[p.args.ctx_param] = Context(scope, operation=operation)
+        try:
+            value = await p.call(kwargs)
+            messages = p.messages(value)
+        except InputRequired:
+            raise
+        except Exception as exc:
+            err = classify_and_log(exc, operation, scope.request_id)
+            raise d.wire_error(err, ()) from exc
+        out: dict[str, Any] = {"messages": messages}
+        if p.description:
+            out["description"] = p.description
+        return out
+
+    return await run_rounds(d, scope, operation, attempt)
 
 
 async def complete(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:

@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..context import Context, RequestScope
+from ..context.inputs import InputRequired
 from ..definitions.resources import resource_entries
 from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.versions import Era
 from .results import classify_and_log
+from .rounds import run_rounds
 
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
@@ -55,24 +57,28 @@ async def read_resource(d: Dispatcher, params: dict[str, Any], scope: RequestSco
     except ValidationError as exc:
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Invalid URI for {res.uri}: "
                        f"{exc.errors()[0]['msg']}", {"uri": uri}) from exc
-    kwargs = res.args.kwargs(validated)
-    if res.args.ctx_param is not None:
-        kwargs[res.args.ctx_param] = Context(scope, operation=f"resource:{res.name}", errors=res.errors, uri=uri)
-    try:
-        value = await res.call(kwargs)
-    except d.passthrough as exc:
-        return await d.on_passthrough(exc, scope, resource=res)
-    except Exception as exc:
-        err = classify_and_log(exc, f"resource:{res.name}", scope.request_id)
-        raise d.wire_error(err, res.errors) from exc
-    if value is None:
-        raise not_found(uri, scope.era)
-    contents = res.contents(uri, value)
-    out: dict[str, Any] = {"contents": contents}
-    if scope.era is Era.MODERN and res.cache_hint is not None:
-        out["ttlMs"] = res.cache_hint.ttl_ms
-        out["cacheScope"] = res.cache_hint.scope
-    return out
+    where = f"resource:{res.name}"
+
+    async def attempt() -> dict[str, Any]:
+        kwargs = res.args.kwargs(validated)
+        if res.args.ctx_param is not None:
+            kwargs[res.args.ctx_param] = Context(scope, operation=uri, errors=res.errors, uri=uri)
+        try:
+            value = await res.call(kwargs)
+        except InputRequired:
+            raise
+        except Exception as exc:
+            err = classify_and_log(exc, where, scope.request_id)
+            raise d.wire_error(err, res.errors) from exc
+        if value is None:
+            raise not_found(uri, scope.era)
+        out: dict[str, Any] = {"contents": res.contents(uri, value)}
+        if scope.era is Era.MODERN and res.cache_hint is not None:
+            out["ttlMs"] = res.cache_hint.ttl_ms
+            out["cacheScope"] = res.cache_hint.scope
+        return out
+
+    return await run_rounds(d, scope, uri, attempt)
 
 
 async def subscribe(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:

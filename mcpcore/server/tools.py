@@ -7,13 +7,18 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..context import Context, RequestScope
+from ..context.inputs import InputRequired
 from ..errors import JsonRpcErrorCode, McpError
 from .results import classify_and_log, tool_error_result, tool_success_result
+from .rounds import run_rounds
 
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
 
-__all__ = ["call_tool"]
+__all__ = ["PROTOCOL_ERRORS", "call_tool"]
+
+# Errors about the request itself, not the tool's work: they stay JSON-RPC errors.
+PROTOCOL_ERRORS = frozenset({JsonRpcErrorCode.MissingRequiredClientCapability, JsonRpcErrorCode.HeaderMismatch})
 
 
 def _invalid_arguments(message: str, issues: list[dict[str, Any]] | None = None) -> McpError:
@@ -68,16 +73,32 @@ async def call_tool(d: Dispatcher, params: dict[str, Any], scope: RequestScope) 
         first = issues[0] if issues else {"path": "", "message": "invalid"}
         msg = f"Invalid arguments: {first['path'] or 'input'}: {first['message']}"
         return tool_error_result(_invalid_arguments(msg, issues), (), scope.request_id)
-    kwargs = plan.kwargs(validated)
-    ctx: Context | None = None
-    if plan.ctx_param is not None:
-        ctx = Context(scope, operation=f"tool:{name}", errors=tool.errors)
-        kwargs[plan.ctx_param] = ctx
+    operation = f"tool:{name}"
+
+    async def attempt() -> dict[str, Any]:
+        kwargs = plan.kwargs(validated)
+        ctx: Context | None = None
+        if plan.ctx_param is not None:
+            ctx = Context(scope, operation=operation, errors=tool.errors)
+            kwargs[plan.ctx_param] = ctx
+        try:
+            value = await tool.call(kwargs)
+            return tool_success_result(tool, value, ctx)
+        except InputRequired:
+            raise
+        except McpError as exc:
+            if exc.code in PROTOCOL_ERRORS:
+                raise
+            err = classify_and_log(exc, operation, scope.request_id)
+            return tool_error_result(err, tool.errors, scope.request_id)
+        except Exception as exc:
+            err = classify_and_log(exc, operation, scope.request_id)
+            return tool_error_result(err, tool.errors, scope.request_id)
+
     try:
-        value = await tool.call(kwargs)
-        return tool_success_result(tool, value, ctx)
-    except d.passthrough as exc:
-        return await d.on_passthrough(exc, scope, tool=tool)
-    except Exception as exc:
-        err = classify_and_log(exc, f"tool:{name}", scope.request_id)
+        return await run_rounds(d, scope, operation, attempt)
+    except McpError as exc:
+        if exc.code in PROTOCOL_ERRORS or (exc.data or {}).get("reason") == "invalid_request_state":
+            raise
+        err = classify_and_log(exc, operation, scope.request_id)
         return tool_error_result(err, tool.errors, scope.request_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import JsonRpcErrorCode, McpError
 from .base import ListPage
@@ -31,11 +31,11 @@ class MemoryStorage:
             expired entries raises ``McpError(ServiceUnavailable)`` with ``data.reason = "storage_full"``.
     """
 
-    def __init__(self, max_entries: int = 10_000, *, clock: object = None) -> None:
+    def __init__(self, max_entries: int = 10_000, *, clock: Callable[[], float] | None = None) -> None:
         self._tenants: dict[str, _Tenant] = {}
         self._count = 0
         self.max_entries = max_entries
-        self._now = clock if callable(clock) else time.monotonic
+        self._now: Callable[[], float] = clock if clock is not None else time.monotonic
 
     def _t(self, tenant: str) -> _Tenant:
         t = self._tenants.get(tenant)
@@ -56,7 +56,7 @@ class MemoryStorage:
         return value
 
     def _purge(self) -> None:
-        now = self._now()  # type: ignore[operator]
+        now = self._now()
         for t in self._tenants.values():
             dead = [k for k, (_, exp) in t.data.items() if exp is not None and exp <= now]
             for k in dead:
@@ -85,13 +85,13 @@ class MemoryStorage:
 
     async def get(self, tenant: str, key: str) -> bytes | None:
         t = self._tenants.get(tenant)
-        return None if t is None else self._live(t, key, self._now())  # type: ignore[operator]
+        return None if t is None else self._live(t, key, self._now())
 
     async def set(self, tenant: str, key: str, value: bytes, ttl: float | None = None) -> None:
         t = self._t(tenant)
         if key not in t.data:
             self._reserve(1)
-        self._put(t, key, value, None if ttl is None else self._now() + ttl)  # type: ignore[operator]
+        self._put(t, key, value, None if ttl is None else self._now() + ttl)
 
     async def delete(self, tenant: str, key: str) -> bool:
         return await self.take(tenant, key) is not None
@@ -100,7 +100,7 @@ class MemoryStorage:
         t = self._tenants.get(tenant)
         if t is None:
             return None
-        value = self._live(t, key, self._now())  # type: ignore[operator]
+        value = self._live(t, key, self._now())
         if value is not None:
             del t.data[key]
             t.dirty = True
@@ -111,7 +111,7 @@ class MemoryStorage:
         t = self._tenants.get(tenant)
         if t is None:
             return {}
-        now = self._now()  # type: ignore[operator]
+        now = self._now()
         out: dict[str, bytes] = {}
         for k in keys:
             v = self._live(t, k, now)
@@ -122,7 +122,7 @@ class MemoryStorage:
     async def set_many(self, tenant: str, items: Mapping[str, bytes], ttl: float | None = None) -> None:
         t = self._t(tenant)
         self._reserve(sum(1 for k in items if k not in t.data))
-        exp = None if ttl is None else self._now() + ttl  # type: ignore[operator]
+        exp = None if ttl is None else self._now() + ttl
         for k, v in items.items():
             self._put(t, k, v, exp)
 
@@ -143,7 +143,7 @@ class MemoryStorage:
         keys = t.sorted_keys
         start = bisect.bisect_right(keys, after) if after is not None and after >= prefix else bisect.bisect_left(
             keys, prefix)
-        now = self._now()  # type: ignore[operator]
+        now = self._now()
         items: list[tuple[str, bytes]] = []
         i = start
         while i < len(keys):
@@ -163,7 +163,8 @@ class MemoryStorage:
         if t is None:
             return 0
         self._count -= len(t.data)
-        return len(t.data)
+        now = self._now()
+        return sum(1 for _, exp in t.data.values() if exp is None or exp > now)
 
     async def ping(self) -> None:
         return None

@@ -41,7 +41,7 @@ def validate_key(key: object, what: str = "key") -> str:
         raise _invalid(f"State {what} must be a string, got {type(key).__name__}.")
     if not key or len(key) > MAX_KEY:
         raise _invalid(f"State {what} must be 1-{MAX_KEY} characters long.")
-    if not KEY_RE.match(key):
+    if not KEY_RE.fullmatch(key):
         raise _invalid(f"State {what} {key[:80]!r} has a character outside [a-zA-Z0-9_.-/] "
                        "(use '/' as the namespace separator).")
     if ".." in key:
@@ -54,7 +54,7 @@ def validate_prefix(prefix: object) -> str:
         return ""
     if not isinstance(prefix, str) or len(prefix) > MAX_PREFIX:
         raise _invalid(f"A list prefix must be a string of at most {MAX_PREFIX} characters.")
-    if not KEY_RE.match(prefix) or ".." in prefix:
+    if not KEY_RE.fullmatch(prefix) or ".." in prefix:
         raise _invalid(f"List prefix {prefix[:80]!r} has a character outside [a-zA-Z0-9_.-/] or contains '..'.")
     return prefix
 
