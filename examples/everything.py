@@ -8,12 +8,21 @@ plus recipes from the Context guide (enrichment, content, error contracts).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
+import hashlib
 import io
+import logging
+import os
+import re
 import secrets
+import shutil
 import struct
 import sys
+import tempfile
+import uuid
 import wave
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -419,6 +428,116 @@ def test_input_required_result_prompt(ctx: Context) -> str:
                                                                         PromptContext)})
     return f"Use this context: {answer.context}"
 
+
+# -- consent gates (the Context guide's recipes, with an atomic take) --------------------------
+
+def _sandbox() -> Path:
+    configured = os.environ.get("MCP_EXAMPLE_SANDBOX")
+    if configured:
+        return Path(configured).resolve()
+    made = Path(tempfile.mkdtemp(prefix="mcpcore-sandbox-")).resolve()
+    atexit.register(shutil.rmtree, made, True)
+    return made
+
+
+SANDBOX = _sandbox()
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _in_sandbox(path: str) -> Path:
+    target = (SANDBOX / path).resolve()
+    if target == SANDBOX or SANDBOX not in target.parents:
+        raise McpError(JsonRpcErrorCode.Forbidden, f"{path!r} is outside the sandbox.", {"reason": "outside_sandbox"})
+    if not target.exists():
+        raise McpError(JsonRpcErrorCode.NotFound, f"{path!r} does not exist.", {"reason": "not_found"})
+    return target
+
+
+def _content_hash(target: Path) -> str:
+    digest = hashlib.sha256()
+    if target.is_dir():
+        for child in sorted(target.rglob("*")):
+            digest.update(str(child.relative_to(target)).encode())
+            if child.is_file():
+                digest.update(child.read_bytes())
+    else:
+        digest.update(target.read_bytes())
+    return digest.hexdigest()
+
+
+class Confirm(BaseModel):
+    confirm: bool = Field(description="Whether to proceed with the deletion.")
+
+
+class Consent(BaseModel):
+    operation: str = Field(description="Tool the record was minted for")
+    client_id: str = Field(description="Authenticated client that was asked; empty without auth")
+    subject: str = Field(description="Authenticated subject that was asked; empty without auth")
+    target: str = Field(description="Path the user confirmed")
+    content_hash: str = Field(description="Hash of what the path held when the user confirmed")
+
+
+class Deleted(BaseModel):
+    deleted: str = Field(description="The path that was deleted")
+
+
+@tool(annotations={"destructive_hint": True, "idempotent_hint": False})
+async def delete_path(path: Annotated[str, Field(description="Path inside the sandbox, e.g. 'notes/old.txt'")],
+                      ctx: Context) -> Deleted:
+    """Delete a file or folder in the sandbox after the user confirms it."""
+    # 1. Redeem first, atomically: whatever this round carries, the record is spent now, and of
+    #    any number of concurrent retries carrying the same id exactly one gets it.
+    record_id = ctx.inputs.state()
+    record = await ctx.state.take(f"consent/{record_id}", Consent) if record_id and _UUID.match(record_id) else None
+
+    # 2. What this call would confirm: this operation, this caller, this target as it is now.
+    target = _in_sandbox(path)
+    expected = Consent(operation="delete_path", client_id=ctx.auth.client_id if ctx.auth else "",
+                       subject=(ctx.auth.subject or "") if ctx.auth else "", target=str(target),
+                       content_hash=await asyncio.to_thread(_content_hash, target))
+    matches = record == expected
+
+    # 3. Only a matching record makes the answer on ctx.inputs mean anything.
+    view = ctx.inputs.view("confirm")
+    if matches and view.kind == "elicit" and view.action != "accept":
+        raise McpError(JsonRpcErrorCode.ValidationError, f"The user chose {view.action!r} on the deletion prompt.")
+    answer = ctx.inputs.accepted("confirm", Confirm) if matches else None
+
+    # 4. No matching record, or no answer: ask again, with a fresh record.
+    if answer is None:
+        fresh = str(uuid.uuid4())
+        await ctx.state.set(f"consent/{fresh}", expected, ttl=600)
+        return ctx.request_input({"confirm": input_required.elicit(f"Delete {path}?", Confirm)}, request_state=fresh)
+    if not answer.confirm:
+        raise McpError(JsonRpcErrorCode.ValidationError, "Deletion not confirmed.")
+    await asyncio.to_thread(shutil.rmtree if target.is_dir() else os.remove, target)
+    return Deleted(deleted=path)
+
+
+class Format(BaseModel):
+    format: Literal["json", "csv"] = Field(description="Export format")
+
+
+class Export(BaseModel):
+    url: str = Field(description="Download URL")
+
+
+@tool
+def export_report(
+    report_id: Annotated[str, Field(description="Report to export, e.g. 'q3-sales'")],
+    format: Annotated[Literal["json", "csv"] | None, Field(description="Export format; asked for when omitted")] = None,
+    ctx: Context = None,  # type: ignore[assignment]
+) -> Export:
+    """Export a report, asking for the format when the caller left it out."""
+    view = ctx.inputs.view("format")
+    if view.kind == "elicit" and view.action != "accept":
+        raise McpError(JsonRpcErrorCode.ValidationError, f"The user chose {view.action!r} on the format prompt.")
+    chosen = format or (answer.format if (answer := ctx.inputs.accepted("format", Format)) else None)
+    if chosen is None:
+        return ctx.request_input({"format": input_required.elicit("Which format?", Format)},
+                                 fallback_hint="Or call again with format supplied.")
+    return Export(url=f"https://reports.example.com/{report_id}.{chosen}")
+
 # -- resources ----------------------------------------------------------------------------------
 
 @resource("test://static-text", name="static_text", mime_type="text/plain", description="A static text resource")
@@ -575,10 +694,15 @@ def _settings() -> Settings:
     return settings
 
 
+async def _announce(app: McpApp) -> None:
+    logging.getLogger("mcpcore.example").info("delete_path works inside the sandbox %s", SANDBOX)
+
+
 app = McpApp(
     "mcpcore-everything",
     "1.0.0",
     instructions="A test server exposing every feature the MCP conformance suites check.",
     settings=_settings(),
+    setup=_announce,
 )
 app.include(sys.modules[__name__])

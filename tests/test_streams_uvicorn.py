@@ -31,7 +31,7 @@ def url() -> Iterator[str]:
 async def _status(url: str, run: str) -> str:
     async with McpTestClient(url=url, era="modern") as c:
         r = await c.call_tool("status", {"run": run})
-        return str(r["structuredContent"]["result"])
+        return str(r["structuredContent"])
 
 
 async def test_events_arrive_as_they_are_sent(url: str) -> None:

@@ -152,14 +152,16 @@ class OutputPlan:
     model: type[BaseModel] | None
     wrap: bool
     schema: dict[str, Any]
+    inner_schema: dict[str, Any]
 
-    def dump(self, value: Any) -> Any:
-        """Validate ``value`` against the declared return type and dump it as JSON data."""
+    def dump(self, value: Any, *, wrap: bool | None = None) -> Any:
+        """Validate ``value`` against the declared return type and dump it as JSON data, wrapped
+        as ``{"result": ...}`` when the type is not an object (unless ``wrap=False``)."""
         if self.model is not None and type(value) is self.model:
             out = value.model_dump(mode="json", by_alias=True)
         else:
             out = self.adapter.dump_python(self.adapter.validate_python(value), mode="json", by_alias=True)
-        return {"result": out} if self.wrap else out
+        return {"result": out} if (self.wrap if wrap is None else wrap and self.wrap) else out
 
 
 def _is_objectish(schema: dict[str, Any]) -> bool:
@@ -176,9 +178,10 @@ def output_plan(ann: Any, owner: str) -> OutputPlan:
         raise ConfigurationError(f"{owner}: return annotation {ann!r} has no JSON Schema: {exc}") from exc
     model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
     if _is_objectish(schema):
-        return OutputPlan(adapter, model, False, schema)
+        return OutputPlan(adapter, model, False, schema, schema)
+    inner = dict(schema)
     defs = schema.pop("$defs", None)
     wrapped: dict[str, Any] = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
     if defs:
         wrapped["$defs"] = defs
-    return OutputPlan(adapter, None, True, wrapped)
+    return OutputPlan(adapter, None, True, wrapped, inner)

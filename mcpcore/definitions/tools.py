@@ -84,15 +84,21 @@ class ToolDefinition:
     header_params: dict[str, str] = field(default_factory=dict)
     uses_request_input: bool = False
 
-    def to_wire(self) -> dict[str, Any]:
-        """The ``Tool`` object of ``tools/list``."""
+    @property
+    def unwrapped(self) -> bool:
+        """2026-07-28 carries a non-object result as is (any JSON ``structuredContent``)."""
+        return self.output is not None and self.output.wrap and self.enrichment is None
+
+    def to_wire(self, modern: bool = False) -> dict[str, Any]:
+        """The ``Tool`` object of ``tools/list`` (2025 era, or 2026-07-28 when ``modern``)."""
         out: dict[str, Any] = {"name": self.name}
         if self.title:
             out["title"] = self.title
         out["description"] = self.description
         out["inputSchema"] = self.input_schema
         if self.output_schema is not None:
-            out["outputSchema"] = self.output_schema
+            out["outputSchema"] = self.output.inner_schema if modern and self.unwrapped and self.output else \
+                self.output_schema
         if self.annotations:
             out["annotations"] = self.annotations
         if self.icons:

@@ -197,7 +197,8 @@ class Dispatcher:
             size = self.settings.list_page_size
             r = self.registry
             if method == "tools/list":
-                items, nxt = page([t.to_wire() for t in r.tools.values()], cursor, size)
+                modern = scope.era is Era.MODERN
+                items, nxt = page([t.to_wire(modern) for t in r.tools.values()], cursor, size)
                 result: dict[str, Any] = {"tools": list(items)}
             elif method == "prompts/list":
                 items, nxt = page([p.to_wire() for p in r.prompts.values()], cursor, size)

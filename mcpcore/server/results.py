@@ -39,6 +39,14 @@ def tool_error_result(err: McpError, contracts: Sequence[ErrorContract], request
     return {"content": [{"type": "text", "text": text}], "structuredContent": {"error": payload}, "isError": True}
 
 
+NOTICE = 25
+# Failures caused by the caller or its connection: logged at notice, not as server faults.
+_CALLER_CODES = frozenset({
+    JsonRpcErrorCode.InvalidParams, JsonRpcErrorCode.InvalidRequest, JsonRpcErrorCode.MethodNotFound,
+    JsonRpcErrorCode.NotFound, JsonRpcErrorCode.ValidationError, JsonRpcErrorCode.Forbidden,
+    JsonRpcErrorCode.Unauthorized, JsonRpcErrorCode.Conflict, JsonRpcErrorCode.RateLimited,
+    JsonRpcErrorCode.RequestCancelled, JsonRpcErrorCode.MissingRequiredClientCapability,
+})
 _CONTAINER = re.compile(r"^(?:>|[-*+](?:\s|$)|\d+[.)](?:\s|$))")
 
 
@@ -91,8 +99,10 @@ def _enrichment(tool: ToolDefinition, ctx: Context | None) -> tuple[dict[str, An
     return dumped, {k: v for k, v in kinds.items() if k in dumped}
 
 
-def tool_success_result(tool: ToolDefinition, value: Any, ctx: Context | None) -> dict[str, Any]:
-    """The result of a call that returned ``value``; raises on an output that breaks the schema."""
+def tool_success_result(tool: ToolDefinition, value: Any, ctx: Context | None, modern: bool = False) -> dict[str, Any]:
+    """The result of a call that returned ``value``; raises on an output that breaks the schema.
+
+    On 2026-07-28 a non-object result is sent as is; the 2025 era wraps it as ``{"result": ...}``."""
     if isinstance(value, ToolResult):
         out = value.model_dump(mode="json", by_alias=True, exclude_none=True)
         out["content"] = [to_wire(b) for b in value.content]
@@ -105,7 +115,7 @@ def tool_success_result(tool: ToolDefinition, value: Any, ctx: Context | None) -
     structured: Any = None
     if tool.output is not None:
         try:
-            structured = tool.output.dump(value)
+            structured = tool.output.dump(value, wrap=not (modern and tool.unwrapped))
         except ValidationError as exc:
             raise McpError(JsonRpcErrorCode.InternalError, f"Tool {tool.name!r} returned output that does not match "
                            "its declared return type.", {"reason": "invalid_output"}, cause=exc) from exc
@@ -118,7 +128,8 @@ def tool_success_result(tool: ToolDefinition, value: Any, ctx: Context | None) -
         content.extend(to_wire(b) for b in blocks)
     elif value is not None:
         if structured is not None:
-            domain = structured["result"] if tool.output is not None and tool.output.wrap else structured
+            domain = structured["result"] if tool.output is not None and tool.output.wrap and not (
+                modern and tool.unwrapped) else structured
             text = domain if isinstance(domain, str) else _json.dumps_str(domain)
         else:
             text = _render_value(value)
@@ -128,7 +139,7 @@ def tool_success_result(tool: ToolDefinition, value: Any, ctx: Context | None) -
         content.append({"type": "text", "text": trailer})
     result: dict[str, Any] = {"content": content}
     if tool.output is not None or tool.enrichment is not None:
-        if structured is None:
+        if structured is None and not (modern and tool.unwrapped):
             structured = {}
         if enrich_fields:
             structured = {**structured, **enrich_fields}
@@ -140,8 +151,9 @@ def classify_and_log(exc: BaseException, where: str, request_id: str) -> McpErro
     """Classify an exception for the wire and log it once, at a level that matches its cause."""
     err = classify(exc)
     if err is exc:
-        log.info("Error in %s", where, extra={"fields": {"requestId": request_id, "code": err.code,
-                                                          "error": err.message}})
+        level = NOTICE if err.code in _CALLER_CODES else logging.ERROR
+        log.log(level, "Error in %s", where, extra={"fields": {"requestId": request_id, "code": err.code,
+                                                                "error": err.message}})
     else:
         log.error("Error in %s", where, exc_info=exc, extra={"fields": {"requestId": request_id,
                                                                          "code": err.code}})

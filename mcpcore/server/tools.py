@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from ..context import Context, RequestScope
 from ..context.inputs import InputRequired
 from ..errors import JsonRpcErrorCode, McpError
+from ..protocol.versions import Era
 from .results import classify_and_log, tool_error_result, tool_success_result
 from .rounds import run_rounds
 
@@ -83,7 +84,7 @@ async def call_tool(d: Dispatcher, params: dict[str, Any], scope: RequestScope) 
             kwargs[plan.ctx_param] = ctx
         try:
             value = await tool.call(kwargs)
-            return tool_success_result(tool, value, ctx)
+            return tool_success_result(tool, value, ctx, scope.era is Era.MODERN)
         except InputRequired:
             raise
         except McpError as exc:

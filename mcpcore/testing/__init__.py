@@ -2,7 +2,7 @@
 
 from .asgi import StreamingASGITransport
 from .client import McpTestClient, parse_sse
-from .mock import create_mock_context, get_content_blocks, get_enrichment
+from .mock import create_mock_context, expect_input_required, get_content_blocks, get_enrichment
 
-__all__ = ["McpTestClient", "StreamingASGITransport", "create_mock_context", "get_content_blocks", "get_enrichment",
-           "parse_sse"]
+__all__ = ["McpTestClient", "StreamingASGITransport", "create_mock_context", "expect_input_required",
+           "get_content_blocks", "get_enrichment", "parse_sse"]

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..context import AuthInfo, CancelSignal, Context, ContextServices, NullOutbound, RequestScope
+from ..context.inputs import InputRequired, InputRequiredSpec
 from ..errors import ErrorContract
-from ..protocol.versions import LATEST_LEGACY, Era
+from ..protocol.versions import LATEST_LEGACY, MODERN_VERSIONS, Era
 from ..storage.memory import MemoryStorage
 from ..storage.service import CursorSigner, StateService
 
-__all__ = ["create_mock_context", "get_content_blocks", "get_enrichment"]
+__all__ = ["create_mock_context", "expect_input_required", "get_content_blocks", "get_enrichment"]
 
 
 def create_mock_context(
@@ -30,12 +32,23 @@ def create_mock_context(
     log_level: int | None = 0,
     on_notify: Callable[[dict[str, Any]], None] | None = None,
     operation: str | None = "test",
+    input_responses: dict[str, Any] | None = None,
+    request_state: str | None = None,
+    modern: bool = False,
 ) -> Context:
     """A ``Context`` backed by a fresh in-memory ``ctx.state`` with the production rules.
 
     Messages the handler sends (logs, progress) are recorded in ``ctx.posted``; ``ctx.notify_*``
     calls go to ``on_notify`` (and are recorded in ``ctx.notified``).
+
+    ``input_responses`` and ``request_state`` seed ``ctx.inputs`` for a handler's later round.
+    ``client_capabilities`` seeds ``ctx.client_capabilities`` and applies the production filter to
+    the seeded responses; left out, every seeded response is kept (and ``ctx.request_input`` is
+    not refused for a missing capability). ``modern=True`` serves the context as 2026-07-28.
     """
+    caps_view = client_capabilities
+    if caps_view is None:
+        caps_view = {"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}}, "roots": {}}
     notified: list[dict[str, Any]] = []
 
     def notify(event: dict[str, Any], _scope: RequestScope) -> None:
@@ -49,11 +62,13 @@ def create_mock_context(
         notify=notify,
     )
     outbound = NullOutbound()
-    scope = RequestScope(method="tools/call", jsonrpc_id=request_id, era=Era.LEGACY, protocol_version=LATEST_LEGACY,
+    scope = RequestScope(method="tools/call", jsonrpc_id=request_id, era=Era.MODERN if modern else Era.LEGACY,
+                         protocol_version=MODERN_VERSIONS[0] if modern else LATEST_LEGACY,
                          services=services, outbound=outbound, session_id=session_id,
-                         client_capabilities=client_capabilities, client_log_level=log_level,
+                         client_capabilities=caps_view, client_log_level=log_level,
                          progress_token=progress_token, auth=auth, tenant_id=tenant_id,
-                         signal=signal or CancelSignal(), transport="test")
+                         signal=signal or CancelSignal(), transport="test", input_responses=input_responses,
+                         request_state=request_state)
     ctx = MockContext(scope, operation=operation, errors=errors, uri=uri)
     ctx.posted = outbound.posted
     ctx.notified = notified
@@ -77,3 +92,18 @@ def get_enrichment(ctx: Context) -> dict[str, Any]:
 def get_content_blocks(ctx: Context) -> list[dict[str, Any]]:
     """The content blocks a handler collected through ``ctx.content``."""
     return list(ctx._content.blocks) if ctx._content is not None else []
+
+
+async def expect_input_required(run: Awaitable[Any] | Callable[[], Any]) -> InputRequiredSpec:
+    """Run a handler call and return what it asked for (its ``ctx.request_input`` spec).
+
+    Raises:
+        AssertionError: the handler returned or failed instead of asking.
+    """
+    try:
+        result = run() if callable(run) else run
+        if inspect.isawaitable(result):
+            result = await result
+    except InputRequired as sig:
+        return sig.spec
+    raise AssertionError(f"expected the handler to ask for input; it returned {result!r}")
