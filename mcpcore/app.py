@@ -108,6 +108,7 @@ class McpApp:
                                      cache_hints=dict(cache_hints or {}), sessions=self.sessions,
                                      sealer=RequestStateSealer.from_setting(self.settings.request_state_key))
         self._http: HttpTransport | None = None
+        self._legacy_sse: Any = None
         self._started = False
         self._start_lock: asyncio.Lock | None = None
         self._exit: contextlib.AsyncExitStack | None = None
@@ -257,6 +258,11 @@ class McpApp:
                 path = path[len(root):]
             if path == self.path or (root and path in ("", "/")):
                 await http(scope, receive, send)
+            elif self.settings.legacy_sse and path in ("/sse", "/messages"):
+                if self._legacy_sse is None:
+                    from .transports.legacy_sse import LegacySseTransport
+                    self._legacy_sse = LegacySseTransport(self._runtime())
+                await self._legacy_sse(scope, receive, send, path)
             elif path == "/healthz" and scope["method"] == "GET":
                 await _plain_json(send, 200, {"status": "ok"})
             else:

@@ -1,7 +1,9 @@
 """stdio: newline-delimited JSON-RPC on stdin/stdout, logs on stderr, exit on EOF.
 
-Each message is classified on its own: one carrying the 2026-07-28 envelope is served
-statelessly; everything else belongs to the process's 2025-era session, opened by ``initialize``.
+The message handling (:class:`MessagePump`) is shared with the 2024-11-05 HTTP+SSE transport:
+both carry every message of one connection over a single outgoing channel. Each message is
+classified on its own: one carrying the 2026-07-28 envelope is served statelessly; everything
+else belongs to the connection's 2025-era session, opened by ``initialize``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import contextlib
 import logging
 import os
 import sys
-from typing import Any
+from typing import Any, Protocol
 
 from .. import _json
 from ..context import RequestScope
@@ -25,7 +27,7 @@ from ..server.notify import notification_for
 from ..sessions.base import SessionRecord
 from .live import InFlight
 
-__all__ = ["StdioTransport"]
+__all__ = ["MessagePump", "StdioTransport"]
 
 log = logging.getLogger("mcpcore.transport")
 
@@ -77,10 +79,18 @@ class _Writer:
                 await self._task
 
 
-class _Out:
-    """A request's outbound channel on stdio (shared stdout, request-scoped messages)."""
+class Channel(Protocol):
+    """Where a connection's outgoing messages go, in order."""
 
-    def __init__(self, transport: StdioTransport) -> None:
+    def put(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
+class _Out:
+    """A request's outbound channel on a shared connection (request-scoped messages)."""
+
+    def __init__(self, transport: MessagePump) -> None:
         self._t = transport
 
     def post(self, message: dict[str, Any]) -> None:
@@ -93,37 +103,33 @@ class _Out:
         return await self._t.client_request(method, params)
 
 
-class StdioTransport:
-    """Serves one client over a pair of streams."""
+class MessagePump:
+    """One connection's messages in, its responses and notifications out through ``writer``."""
 
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: Runtime, writer: Channel, origin: str = "stdio") -> None:
         self.rt = rt
+        self.writer = writer
+        self.origin = origin
         self.session: SessionRecord | None = None
         self.inflight: dict[Any, InFlight] = {}
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ids = 0
-        self.writer: _Writer
         self._tasks: set[asyncio.Task[None]] = set()
+        self._unsubscribe = rt.bus.subscribe(self._on_event)
 
-    async def serve(self, stdin: Any = None, stdout: Any = None) -> None:
-        self.writer = _Writer(stdout or sys.stdout)
-        self.writer.start()
-        unsubscribe = self.rt.bus.subscribe(self._on_event)
-        try:
-            async for line in _lines(stdin or sys.stdin):
-                if line.strip():
-                    self._handle_line(line)
-        finally:
-            unsubscribe()
-            for entry in list(self.inflight.values()):
-                entry.cancel("stdin closed")
-            if self._tasks:
-                await asyncio.gather(*self._tasks, return_exceptions=True)
-            await self.writer.drain()
-            await self.writer.close()
+    async def close(self, reason: str) -> None:
+        """Stop: cancel what runs, fail what waits on the client, wait for the tasks."""
+        self._unsubscribe()
+        for entry in list(self.inflight.values()):
+            entry.cancel(reason)
+        for fut in self.pending.values():
+            if not fut.done():
+                fut.set_exception(McpError(JsonRpcErrorCode.InvalidRequest, "The connection closed."))
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def _on_event(self, event: dict[str, Any]) -> None:
-        if self.session is None or event.get("origin") == "stdio":
+        if self.session is None or event.get("origin") == self.session.id:
             return
         if event["kind"] == "resource" and event.get("uri") not in self.session.subscriptions:
             return
@@ -132,12 +138,17 @@ class StdioTransport:
     def _send_error(self, rid: Any, code: int, message: str) -> None:
         self.writer.put(error_response(rid, {"code": code, "message": message}))
 
-    def _handle_line(self, line: bytes) -> None:
+    def handle_bytes(self, line: bytes) -> None:
+        """Parse and handle one message (or batch); parse errors are answered id-less."""
         try:
             msg = _json.loads(line)
         except _json.JSONDecodeError:
             self._send_error(None, JsonRpcErrorCode.ParseError, "Parse error: the line is not valid JSON.")
             return
+        self.handle(msg)
+
+    def handle(self, msg: Any) -> None:
+        """Handle one parsed message (or batch): requests run as tasks, in order of arrival."""
         msgs = msg if type(msg) is list else [msg]
         if type(msg) is list and not (self.session and supports_batches(self.session.protocol_version)):
             self._send_error(None, JsonRpcErrorCode.InvalidRequest, "JSON-RPC batches are not part of this protocol.")
@@ -161,7 +172,7 @@ class StdioTransport:
         rid = msg["id"]
         params = msg.get("params") or {}
         meta = params.get("_meta") if type(params.get("_meta")) is dict else None
-        rscope = RequestScope(method=msg["method"], jsonrpc_id=rid, services=self.rt.services, transport="stdio",
+        rscope = RequestScope(method=msg["method"], jsonrpc_id=rid, services=self.rt.services, transport=self.origin,
                               outbound=_Out(self), meta=meta, tenant_id="default")
         if meta is not None and META_PROTOCOL_VERSION in meta:
             try:
@@ -177,7 +188,7 @@ class StdioTransport:
             rscope.progress_token = env.progress_token
         else:
             if msg["method"] == "initialize":
-                self.session = SessionRecord(id="stdio")
+                self.session = SessionRecord(id=self.origin)
             s = self.session
             rscope.session = s
             rscope.protocol_version = s.protocol_version if s else "2025-03-26"
@@ -239,6 +250,26 @@ class StdioTransport:
             raise McpError(JsonRpcErrorCode.Timeout, f"The client did not answer {method} in time.") from None
         finally:
             self.pending.pop(rid, None)
+
+
+class StdioTransport:
+    """Serves one client over a pair of streams until EOF."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    async def serve(self, stdin: Any = None, stdout: Any = None) -> None:
+        writer = _Writer(stdout or sys.stdout)
+        writer.start()
+        pump = MessagePump(self.rt, writer, "stdio")
+        try:
+            async for line in _lines(stdin or sys.stdin):
+                if line.strip():
+                    pump.handle_bytes(line)
+        finally:
+            await pump.close("stdin closed")
+            await writer.drain()
+            await writer.close()
 
 
 async def _lines(stream: Any) -> Any:
