@@ -15,6 +15,7 @@ from .bus.memory import LocalBus
 from .config import SessionMode, Settings
 from .context import ContextServices
 from .definitions.resources import CacheHint, build_resource
+from .errors import ConfigurationError
 from .logs import LEVELS
 from .runtime import Runtime
 from .security.sealing import RequestStateSealer
@@ -22,10 +23,11 @@ from .server.dispatcher import Dispatcher
 from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
 from .server.registry import Registry as _Registry
+from .sessions.events import MemoryEventBuffer
 from .sessions.memory import MemorySessionStore
 from .storage.memory import MemoryStorage
 from .storage.service import CursorSigner, StateService
-from .transports.http import HttpTransport
+from .transports.http import HttpTransport, deliver_route
 from .transports.live import LiveSessions
 
 __all__ = ["McpApp"]
@@ -95,13 +97,28 @@ class McpApp:
         self.path = path or self.settings.endpoint_path
         self._setup = setup
         self._storage_given = storage
-        self.bus = LocalBus()
+        self.live = LiveSessions()
+        self.redis: Any = None
+        s = self.settings
+        if s.session_store == "redis":
+            self.redis = _redis_client(s)
+            from .bus.redis import RedisBus
+            from .sessions.redis import RedisSessionStore
+            from .sessions.redis_events import RedisEventBuffer
+
+            self.bus: Any = RedisBus(self.redis)
+            self.sessions: Any = RedisSessionStore(self.redis, idle_ms=s.session_idle_ms, max_sessions=s.max_sessions)
+            self.events: Any = RedisEventBuffer(self.redis, max_events=s.resumability_max_events,
+                                                ttl_ms=s.resumability_ttl_ms) if s.resumability else None
+        else:
+            self.bus = LocalBus()
+            self.sessions = MemorySessionStore(idle_ms=s.session_idle_ms, max_sessions=s.max_sessions,
+                                               is_busy=self.live.is_busy)
+            self.events = MemoryEventBuffer(s.resumability_max_events, s.resumability_ttl_ms) \
+                if s.resumability else None
+        self.sessions.on_evict = self._evicted
         self.notifier = Notifier(self.bus)
         self.notify = AppNotifier(self.notifier)
-        self.live = LiveSessions()
-        self.sessions = MemorySessionStore(idle_ms=self.settings.session_idle_ms,
-                                           max_sessions=self.settings.max_sessions, is_busy=self.live.is_busy)
-        self.sessions.on_evict = self.live.release
         self.services = ContextServices(log_floor=LEVELS[self.settings.log_level], notify=self.notifier)
         self.dispatcher = Dispatcher(registry=self.registry, settings=self.settings, server_info=self.server_info,
                                      instructions=instructions, services=self.services, notifier=self.notifier,
@@ -145,6 +162,14 @@ class McpApp:
             return f
         return deco
 
+    def _evicted(self, session_id: str) -> None:
+        self.live.release(session_id)
+        if self.events is not None:
+            try:
+                asyncio.get_running_loop().create_task(self.events.release(session_id))
+            except RuntimeError:
+                pass
+
     def remove_tool(self, name: str) -> bool:
         """Unregister a tool; clients are not told (call ``app.notify.tools_changed()``)."""
         return self.registry.remove_tool(name)
@@ -187,8 +212,11 @@ class McpApp:
                 log.error("ctx.state storage is unreachable at startup: %s", getattr(exc, "message", exc))
             signer = CursorSigner.from_settings(self.settings.storage_cursor_key, self.settings.request_state_key)
             self.services.state = StateService(provider, signer)
+            if self.redis is not None:
+                exit_stack.push_async_callback(self.redis.aclose)
             await self.bus.start()
             exit_stack.push_async_callback(self.bus.close)
+            self.bus.subscribe(self._on_route)
             self.dispatcher.closing.reset()
             sweeper = asyncio.get_running_loop().create_task(self._sweep())
             exit_stack.callback(sweeper.cancel)
@@ -201,6 +229,33 @@ class McpApp:
         self._started = True
         log.info("mcpcore %s serving %s %s", __version__, self.server_info["name"], self.server_info["version"],
                  extra={"fields": {"tools": len(self.registry.tools), "sessionMode": self._mode}})
+
+    def _on_route(self, event: dict[str, Any]) -> None:
+        if event.get("kind") == "route":
+            deliver_route(self.live, event)
+
+    async def readiness(self) -> tuple[bool, dict[str, str]]:
+        """Whether every store this app needs answers: ``(ready, {part: "ok" | reason})``."""
+        checks: dict[str, str] = {}
+
+        async def probe(name: str, fn: Any) -> None:
+            try:
+                await asyncio.wait_for(fn(), 2)
+                checks[name] = "ok"
+            except Exception as exc:
+                checks[name] = getattr(exc, "message", None) or type(exc).__name__
+
+        if self.services.state is not None:
+            await probe("state", self.services.state.provider.ping)
+        ping = getattr(self.sessions, "ping", None)
+        if ping is not None:
+            await probe("sessions", ping)
+        connected = getattr(self.bus, "connected", None)
+        if connected is not None:
+            checks["bus"] = "ok" if connected.is_set() else "not connected"
+        if not self._started:
+            checks["app"] = "not started"
+        return all(v == "ok" for v in checks.values()), checks
 
     async def shutdown(self) -> None:
         """End streams, cancel in-flight work, close what startup opened."""
@@ -265,6 +320,10 @@ class McpApp:
                 await self._legacy_sse(scope, receive, send, path)
             elif path == "/healthz" and scope["method"] == "GET":
                 await _plain_json(send, 200, {"status": "ok"})
+            elif path == "/readyz" and scope["method"] == "GET":
+                ready, checks = await self.readiness()
+                await _plain_json(send, 200 if ready else 503, {"status": "ready" if ready else "unavailable",
+                                                                "checks": checks})
             else:
                 await _plain_json(send, 404, {"error": "not found"})
         elif kind == "lifespan":
@@ -275,7 +334,8 @@ class McpApp:
     def _runtime(self) -> Runtime:
         return Runtime(settings=self.settings, dispatcher=self.dispatcher, services=self.services,
                        notifier=self.notifier, bus=self.bus, sessions=self.sessions, live=self.live,
-                       session_mode=self.session_mode, server_info=self.server_info)
+                       session_mode=self.session_mode, server_info=self.server_info, events=self.events,
+                       shared=self.redis is not None)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -343,3 +403,16 @@ def _uses_request_input(registry: _Registry) -> bool:
         if code is not None and "request_input" in _code_names(code):
             return True
     return False
+
+
+def _redis_client(settings: Settings) -> Any:
+    """The app's Redis client (a lazily connecting pool it owns and closes)."""
+    if not settings.redis_url:
+        raise ConfigurationError("MCP_SESSION_STORE=redis needs REDIS_URL (e.g. redis://127.0.0.1:6379/0)")
+    try:
+        import redis.asyncio as redis_asyncio
+    except ImportError as exc:
+        raise ConfigurationError("MCP_SESSION_STORE=redis needs the redis package: pip install 'mcpcore[redis]'") \
+            from exc
+    return redis_asyncio.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=2,
+                                  health_check_interval=15)

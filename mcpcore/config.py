@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeVar
 
+from pydantic import SecretStr
+
 from .errors import ConfigurationError
 from .logs import normalize_level
 
@@ -90,6 +92,11 @@ def _path(name: str, raw: str) -> str:
     return v.rstrip("/") or "/"
 
 
+def _secret(name: str, raw: str) -> SecretStr:
+    # Wrapped so the value never shows in a repr, a log line or a traceback's locals.
+    return SecretStr(raw.strip())
+
+
 def _env(var: str, parse: Callable[[str, Any], Any], default: Any) -> Any:
     return field(default=default, metadata={"env": var, "parse": parse})
 
@@ -132,6 +139,17 @@ class Settings:
     storage_cursor_key: str | None = _env("MCP_STORAGE_CURSOR_KEY", _str, None)
     request_state_key: str | None = _env("MCP_REQUEST_STATE_KEY", _str, None)
     auth_mode: str = _env("MCP_AUTH_MODE", _choice("none", "jwt", "oauth"), "none")
+    # Auth (see mcpcore.auth): validated by create_authenticator at startup, not here.
+    auth_secret_key: SecretStr | None = _env("MCP_AUTH_SECRET_KEY", _secret, None)  # noqa: RUF009
+    jwt_expected_issuer: str | None = _env("MCP_JWT_EXPECTED_ISSUER", _str, None)
+    jwt_expected_audience: str | None = _env("MCP_JWT_EXPECTED_AUDIENCE", _str, None)
+    oauth_issuer_url: str | None = _env("OAUTH_ISSUER_URL", _str, None)
+    oauth_audience: str | None = _env("OAUTH_AUDIENCE", _str, None)
+    oauth_jwks_uri: str | None = _env("OAUTH_JWKS_URI", _str, None)
+    oauth_jwks_cooldown_ms: int = _env("OAUTH_JWKS_COOLDOWN_MS", _int(0), 300_000)
+    oauth_jwks_timeout_ms: int = _env("OAUTH_JWKS_TIMEOUT_MS", _int(1, 600_000), 5_000)
+    server_resource_identifier: str | None = _env("MCP_SERVER_RESOURCE_IDENTIFIER", _str, None)
+    auth_disable_scope_checks: bool = _env("MCP_AUTH_DISABLE_SCOPE_CHECKS", _bool, False)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

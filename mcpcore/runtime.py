@@ -31,3 +31,5 @@ class Runtime:
     session_mode: str
     server_info: dict[str, Any]
     auth: Any = None
+    events: Any = None
+    shared: bool = False

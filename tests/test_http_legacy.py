@@ -181,7 +181,9 @@ async def test_plain_result_is_json_and_emitting_first_switches_to_sse() -> None
         assert r.headers["content-type"].startswith("text/event-stream")
         events = [e async for e in parse_sse(_lines(r.text))]
         import orjson
-        msgs = [orjson.loads(e["data"]) for e in events]
+        assert events[0]["data"] == "" and events[0]["id"] and events[0]["retry"] == "1000"  # the priming event
+        msgs = [orjson.loads(e["data"]) for e in events[1:]]
+        assert all(e["id"].count("_") == 1 for e in events)
         assert [m.get("method") for m in msgs[:3]] == ["notifications/message"] * 3
         assert msgs[-1]["id"] == 10 and "result" in msgs[-1]
 
@@ -280,6 +282,8 @@ async def test_get_stream_receives_list_changes_and_subscribed_updates_only() ->
         try:
             second = await a.http.get(a.url, headers={**a.headers(), "accept": "text/event-stream"})
             assert second.status_code == 409
+            primer = await asyncio.wait_for(events.__anext__(), 5)
+            assert primer["data"] == "" and primer["id"].startswith("g_")
             await app.notify.tools_changed()
             ev = await asyncio.wait_for(events.__anext__(), 5)
             assert '"notifications/tools/list_changed"' in ev["data"]

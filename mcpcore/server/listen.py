@@ -72,6 +72,8 @@ async def listen(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> 
             if event is None:
                 break
             note = notification_for(event)
+            if note is None:
+                continue
             note["params"] = {**note.get("params", {}), "_meta": meta}
             scope.outbound.post(note)
     finally:

@@ -27,12 +27,13 @@ LIST_CHANGED = {
 }
 
 
-def notification_for(event: BusEvent) -> dict[str, Any]:
-    """The JSON-RPC notification for a bus event."""
-    kind = event["kind"]
-    if kind == "resource":
+def notification_for(event: BusEvent) -> dict[str, Any] | None:
+    """The JSON-RPC notification for a bus event (``None`` for events that are not one)."""
+    kind = event.get("kind")
+    if kind == "resource" and isinstance(event.get("uri"), str):
         return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": event["uri"]}}
-    return {"jsonrpc": "2.0", "method": LIST_CHANGED[kind]}
+    method = LIST_CHANGED.get(kind) if isinstance(kind, str) else None
+    return {"jsonrpc": "2.0", "method": method} if method else None
 
 
 class Notifier:
@@ -46,8 +47,9 @@ class Notifier:
         origin = None
         if scope.era is Era.LEGACY and scope.session is not None:
             session = scope.session
-            if event["kind"] != "resource" or event["uri"] in session.subscriptions:
-                scope.outbound.post(notification_for(event))
+            note = notification_for(event)
+            if note is not None and (event["kind"] != "resource" or event["uri"] in session.subscriptions):
+                scope.outbound.post(note)
             elif event["kind"] == "resource":
                 log.debug("resource %s updated; this session is not subscribed", event["uri"])
             origin = session.id

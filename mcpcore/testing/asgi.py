@@ -8,7 +8,6 @@ over as they are sent, and sends ``http.disconnect`` when the response is closed
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote
@@ -20,6 +19,9 @@ __all__ = ["StreamingASGITransport"]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
+
+
+_DETACHED: set[asyncio.Task[None]] = set()
 
 
 class _Body(httpx.AsyncByteStream):
@@ -36,14 +38,12 @@ class _Body(httpx.AsyncByteStream):
             yield chunk
 
     async def aclose(self) -> None:
+        # Like a real server: the client going away is signalled (http.disconnect), and the app
+        # decides what to do; its task is not cancelled here.
         self._gone.set()
         if not self._task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(self._task), 5)
-            except TimeoutError:
-                self._task.cancel()
-                with contextlib.suppress(BaseException):
-                    await self._task
+            _DETACHED.add(self._task)
+            self._task.add_done_callback(_DETACHED.discard)
 
 
 class StreamingASGITransport(httpx.AsyncBaseTransport):

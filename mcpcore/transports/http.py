@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -28,13 +29,14 @@ from ..protocol.versions import (
 )
 from ..runtime import Runtime
 from ..sessions.base import SESSION_ID_RE, SessionRecord, new_session_id
+from ..sessions.events import PRIME, split_event_id
 from ..sessions.memory import SessionCapacityError
-from .exchange import HttpExchange, json_response
+from .exchange import HttpExchange, StreamSink, json_response, priming_event
 from .guard import BodyTooLarge, OriginGuard, accepts, read_body
 from .live import InFlight, Live
 from .sse import SseWriter, event
 
-__all__ = ["HttpTransport"]
+__all__ = ["HttpTransport", "deliver_route"]
 
 log = logging.getLogger("mcpcore.transport")
 
@@ -213,7 +215,11 @@ class HttpTransport:
                              "Bad Request: Mcp-Session-Id header is required (initialize first).", rid)
                 return False
             return None
-        record = await self.rt.sessions.get(sid) if SESSION_ID_RE.match(sid) else None
+        try:
+            record = await self.rt.sessions.get(sid) if SESSION_ID_RE.match(sid) else None
+        except McpError as exc:
+            await json_response(send, 503, error_response(rid, exc.to_wire()))
+            return False
         if record is None:
             await _error(send, 404, JsonRpcErrorCode.InvalidRequest,
                          "Session not found or expired; initialize a new session.", rid)
@@ -297,18 +303,25 @@ class HttpTransport:
             input_responses=ir if type(ir) is dict else None, request_state=rs if type(rs) is str else None,
         )
 
+    def _sink(self, record: SessionRecord | None, stream_id: str | None = None) -> StreamSink | None:
+        """Where a stateful session's stream is buffered for resumption (``None``: not resumable)."""
+        if record is None or self.rt.events is None:
+            return None
+        return StreamSink(self.rt.events, record.id, stream_id or secrets.token_hex(6),
+                          prime=record.protocol_version >= "2025-11-25", retry_ms=self.rt.settings.sse_retry_ms)
+
     async def _legacy_request(self, receive: Receive, send: Send, headers: dict[str, str], msg: dict[str, Any],
                               record: SessionRecord | None) -> None:
         rscope = self._scope_for(msg, headers, record)
         out_headers = [(b"mcp-session-id", record.id.encode())] if record is not None else []
         live = self.rt.live.get(record.id) if record is not None else None
-        exchange = HttpExchange(send, out_headers, self.keepalive_s,
+        exchange = HttpExchange(send, out_headers, self.keepalive_s, sink=self._sink(record),
                                 client_requests=self._client_request(live) if live is not None else None)
         rscope.outbound = exchange
         body = await self._run(msg, rscope, live)
         if body is None:
             return
-        await exchange.finish(body)
+        await exchange.finish(body, 503 if rscope.error_code == JsonRpcErrorCode.ServiceUnavailable else 200)
         if live is not None and record is not None:
             self.rt.live.forget_if_idle(record.id)
 
@@ -331,30 +344,19 @@ class HttpTransport:
                 del live.inflight[rid]
 
     def _notification(self, msg: dict[str, Any], record: SessionRecord | None) -> None:
-        method = msg["method"]
-        params = msg.get("params") or {}
-        if method == "notifications/cancelled" and record is not None:
-            live = self.rt.live.peek(record.id)
-            entry = live.inflight.get(params.get("requestId")) if live is not None else None
-            if entry is not None:
-                reason = params.get("reason")
-                entry.cancel(reason if type(reason) is str else "cancelled by the client")
+        if msg["method"] == "notifications/cancelled" and record is not None and not deliver_route(
+                self.rt.live, {"session": record.id, "message": msg}) and self.rt.shared:
+            self._route(record.id, msg)
 
     def _client_response(self, msg: dict[str, Any], record: SessionRecord | None) -> None:
         if record is None:
             return
-        live = self.rt.live.peek(record.id)
-        fut = live.pending.get(str(msg["id"])) if live is not None else None
-        if fut is None or fut.done():
-            log.debug("response to an unknown or finished server request %r", msg.get("id"))
-            return
-        if "error" in msg and type(msg["error"]) is dict:
-            e = msg["error"]
-            fut.set_exception(McpError(e.get("code", JsonRpcErrorCode.InternalError), str(e.get("message", "")),
-                                       e.get("data") if type(e.get("data")) is dict else None))
-        else:
-            result = msg.get("result")
-            fut.set_result(result if type(result) is dict else {})
+        if not deliver_route(self.rt.live, {"session": record.id, "message": msg}) and self.rt.shared:
+            self._route(record.id, msg)
+
+    def _route(self, session_id: str, msg: dict[str, Any]) -> None:
+        """Hand a client's answer or cancellation to the instance whose handler waits for it."""
+        self.dispatcher.notifier.publish({"kind": "route", "session": session_id, "message": msg})
 
     def _client_request(self, live: Live) -> Callable[[HttpExchange, str, dict[str, Any] | None],
                                                       Awaitable[dict[str, Any]]]:
@@ -416,7 +418,7 @@ class HttpTransport:
             return
         out_headers = [(b"mcp-session-id", record.id.encode())] if record is not None else []
         live = self.rt.live.get(record.id) if record is not None else None
-        exchange = HttpExchange(send, out_headers, self.keepalive_s,
+        exchange = HttpExchange(send, out_headers, self.keepalive_s, sink=self._sink(record),
                                 client_requests=self._client_request(live) if live is not None else None)
 
         async def one(m: dict[str, Any]) -> bytes | None:
@@ -450,31 +452,75 @@ class HttpTransport:
         if not self._version_ok(headers):
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: unsupported MCP-Protocol-Version.")
             return
+        last = headers.get("last-event-id")
+        parsed = split_event_id(last.strip()) if last else None
+        if last and (parsed is None or self.rt.events is None):
+            log.info("Last-Event-ID %r is not resumable here; replaying nothing", last[:100])
+        if parsed is not None and self.rt.events is not None and parsed[0] != STANDALONE:
+            await self._resume(receive, send, record, parsed[0], parsed[1])
+            return
         live = self.rt.live.get(record.id)
         if live.get_stream is not None:
             await _error(send, 409, JsonRpcErrorCode.InvalidRequest,
                          "Conflict: this session already has an open stream.")
             return
-        await self._stream(receive, send, record, live)
+        await self._stream(receive, send, record, live, parsed[1] if parsed is not None else None)
 
-    async def _stream(self, receive: Receive, send: Send, record: SessionRecord, live: Live) -> None:
+    async def _resume(self, receive: Receive, send: Send, record: SessionRecord, stream_id: str, after: str) -> None:
+        """Replay one stream after ``after`` from the shared buffer, then follow it to its end."""
+        assert self.rt.events is not None
+        writer = SseWriter(send, [(b"mcp-session-id", record.id.encode())], self.keepalive_s)
+        events = self.rt.events.follow(record.id, stream_id, after)
+        gone = asyncio.get_running_loop().create_task(_until_disconnect(receive))
+        try:
+            await writer.start()
+            while True:
+                nxt = asyncio.ensure_future(anext(events))
+                done, _ = await asyncio.wait({nxt, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if nxt not in done:
+                    nxt.cancel()
+                    break
+                try:
+                    eid, data = nxt.result()
+                except StopAsyncIteration:
+                    break
+                except LookupError:
+                    log.info("Last-Event-ID %s_%s is unknown or evicted; replaying nothing", stream_id, after)
+                    break
+                if data != PRIME:
+                    await writer.write(event(data, eid))
+        finally:
+            gone.cancel()
+            await events.aclose()
+            await writer.close()
+
+    async def _stream(self, receive: Receive, send: Send, record: SessionRecord, live: Live,
+                      after: str | None = None) -> None:
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         from ..server.notify import notification_for
 
         def on_event(ev: dict[str, Any]) -> None:
             if ev.get("origin") == record.id:
                 return
-            if ev["kind"] == "resource" and ev.get("uri") not in record.subscriptions:
+            if ev.get("kind") == "resource" and ev.get("uri") not in record.subscriptions:
                 return
-            queue.put_nowait(_json.dumps(notification_for(ev)))
+            note = notification_for(ev)
+            if note is not None:
+                queue.put_nowait(_json.dumps(note))
 
         unsubscribe = self.rt.bus.subscribe(on_event)
         live.get_stream = lambda: queue.put_nowait(None)
         stop = self.dispatcher.closing.add_listener(lambda: queue.put_nowait(None))
         writer = SseWriter(send, [(b"mcp-session-id", record.id.encode())], self.keepalive_s)
+        sink = self._sink(record, STANDALONE)
         gone = asyncio.get_running_loop().create_task(_until_disconnect(receive))
         try:
             await writer.start()
+            if sink is not None:
+                if after is not None:
+                    await self._replay_standalone(writer, sink, after)
+                if sink.prime:
+                    await writer.write(priming_event(await sink.append(PRIME), sink.retry_ms))
             while True:
                 getter = asyncio.ensure_future(queue.get())
                 done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -484,7 +530,7 @@ class HttpTransport:
                 data = getter.result()
                 if data is None:
                     break
-                await writer.write(event(data))
+                await writer.write(event(data, await sink.append(data) if sink is not None else None))
         finally:
             gone.cancel()
             unsubscribe()
@@ -492,6 +538,23 @@ class HttpTransport:
             live.get_stream = None
             await writer.close()
             self.rt.live.forget_if_idle(record.id)
+
+    async def _replay_standalone(self, writer: SseWriter, sink: StreamSink, after: str) -> None:
+        """What the standalone stream carried after ``after`` (not followed: it never ends)."""
+        follower = sink.buffer.follow(sink.session_id, STANDALONE, after)
+        try:
+            while True:
+                try:
+                    eid, data = await asyncio.wait_for(anext(follower), 0.05)
+                except (StopAsyncIteration, TimeoutError):
+                    return
+                except LookupError:
+                    log.info("Last-Event-ID %s_%s is unknown or evicted; replaying nothing", STANDALONE, after)
+                    return
+                if data != PRIME:
+                    await writer.write(event(data, eid))
+        finally:
+            await follower.aclose()
 
     # -- DELETE ---------------------------------------------------------------------------------
 
@@ -508,10 +571,51 @@ class HttpTransport:
         if record is False or record is None:
             return
         assert isinstance(record, SessionRecord)
-        await self.rt.sessions.delete(record.id)
+        try:
+            await self.rt.sessions.delete(record.id)
+            if self.rt.events is not None:
+                await self.rt.events.release(record.id)
+        except McpError as exc:
+            await json_response(send, 503, error_response(None, exc.to_wire()))
+            return
         self.rt.live.release(record.id)
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})
         await send({"type": "http.response.body", "body": b""})
+
+
+STANDALONE = "g"
+
+
+def deliver_route(live: Any, event: dict[str, Any]) -> bool:
+    """Apply a client's answer or cancellation to a handler waiting in this process.
+
+    ``event`` is ``{"session": id, "message": JSON-RPC message}``; returns whether it was found
+    here (when not, a shared deployment publishes it for the other instances).
+    """
+    entry = live.peek(event.get("session", ""))
+    msg = event.get("message")
+    if entry is None or type(msg) is not dict:
+        return False
+    if msg.get("method") == "notifications/cancelled":
+        raw = msg.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        flight = entry.inflight.get(params.get("requestId"))
+        if flight is None:
+            return False
+        reason = params.get("reason")
+        flight.cancel(reason if type(reason) is str else "cancelled by the client")
+        return True
+    fut = entry.pending.get(str(msg.get("id")))
+    if fut is None or fut.done():
+        return False
+    if type(msg.get("error")) is dict:
+        e = msg["error"]
+        fut.set_exception(McpError(e.get("code", JsonRpcErrorCode.InternalError), str(e.get("message", "")),
+                                   e.get("data") if type(e.get("data")) is dict else None))
+    else:
+        result = msg.get("result")
+        fut.set_result(result if type(result) is dict else {})
+    return True
 
 
 async def _accepted(send: Send) -> None:

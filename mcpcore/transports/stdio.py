@@ -131,9 +131,11 @@ class MessagePump:
     def _on_event(self, event: dict[str, Any]) -> None:
         if self.session is None or event.get("origin") == self.session.id:
             return
-        if event["kind"] == "resource" and event.get("uri") not in self.session.subscriptions:
+        if event.get("kind") == "resource" and event.get("uri") not in self.session.subscriptions:
             return
-        self.writer.put(_json.dumps(notification_for(event)))
+        note = notification_for(event)
+        if note is not None:
+            self.writer.put(_json.dumps(note))
 
     def _send_error(self, rid: Any, code: int, message: str) -> None:
         self.writer.put(error_response(rid, {"code": code, "message": message}))

@@ -1,0 +1,61 @@
+"""Bearer-token authentication for the HTTP transport: jwt (HS256, shared secret) and oauth (JWKS).
+
+A library with a narrow interface; the transport wires it in:
+
+- startup: ``auth = create_authenticator(settings)`` (``None`` when ``MCP_AUTH_MODE=none``), then
+  ``await auth.start()``; shutdown: ``await auth.close()``;
+- per protected request: ``info = await auth.authenticate(authorization_header)`` → ``ctx.auth``
+  (and ``info.tenant_id`` → ``ctx.tenant_id``); an :class:`AuthError` becomes the HTTP response
+  (``status``, ``headers(resource_metadata_url)``, ``response_body()``);
+- scopes: :func:`check_scopes`;
+- RFC 9728 metadata: :func:`protected_resource_metadata` at :func:`metadata_routes`, URL for
+  challenges from :func:`metadata_url`.
+
+Every signature check is PyJWT's (``jwt.decode`` with explicit ``algorithms``); nothing here
+verifies a signature by hand.
+"""
+
+from .base import MAX_TOKEN_BYTES, Authenticator, parse_bearer, single_authorization
+from .claims import TENANT_ID_MAX_LENGTH, auth_info_from_claims, is_valid_tenant_id, scopes_from_claims
+from .errors import AuthError, AuthErrorCode, AuthStatus
+from .factory import create_authenticator
+from .jwt_auth import MIN_SECRET_LENGTH, JwtAuthenticator
+from .metadata import (
+    PRM_CACHE_CONTROL,
+    WELL_KNOWN_PRM,
+    MetadataUrls,
+    metadata_routes,
+    metadata_url,
+    protected_resource_metadata,
+    resource_identifier,
+)
+from .oauth import OAuthAuthenticator
+from .scopes import HasAuth, check_scopes, has_scopes
+
+__all__ = [
+    "MAX_TOKEN_BYTES",
+    "MIN_SECRET_LENGTH",
+    "PRM_CACHE_CONTROL",
+    "TENANT_ID_MAX_LENGTH",
+    "WELL_KNOWN_PRM",
+    "AuthError",
+    "AuthErrorCode",
+    "AuthStatus",
+    "Authenticator",
+    "HasAuth",
+    "JwtAuthenticator",
+    "MetadataUrls",
+    "OAuthAuthenticator",
+    "auth_info_from_claims",
+    "check_scopes",
+    "create_authenticator",
+    "has_scopes",
+    "is_valid_tenant_id",
+    "metadata_routes",
+    "metadata_url",
+    "parse_bearer",
+    "protected_resource_metadata",
+    "resource_identifier",
+    "scopes_from_claims",
+    "single_authorization",
+]

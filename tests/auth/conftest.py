@@ -1,0 +1,40 @@
+"""Auth fixtures: one hermetic loopback issuer for the session, reset before every test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .issuer import Issuer, make_keys, serve
+
+
+class FakeClock:
+    """A monotonic clock the test advances by hand (JWKS cooldowns, cache age)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(scope="session")
+def issuer_server() -> Iterator[Issuer]:
+    with serve(Issuer(keys=make_keys())) as issuer:
+        yield issuer
+
+
+@pytest.fixture
+def issuer(issuer_server: Issuer) -> Iterator[Issuer]:
+    issuer_server.reset()
+    yield issuer_server
+    issuer_server.reset()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
