@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+PROCESSES: dict[str, subprocess.Popen[bytes]] = {}
+"""The process serving each URL :func:`run_server` yielded (for tests that kill instances)."""
 
 
 def free_port() -> int:
@@ -49,8 +51,10 @@ def run_server(target: str = "examples.everything:app", env: dict[str, str] | No
             if time.monotonic() > deadline:
                 raise RuntimeError("server did not start within 20 s")
             time.sleep(0.05)
+        PROCESSES[f"{base}/mcp"] = proc
         yield f"{base}/mcp"
     finally:
+        PROCESSES.pop(f"{base}/mcp", None)
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:

@@ -25,9 +25,17 @@ async def ticker(run: str, ticks: int, ctx: Context) -> str:
 
 
 @tool
+async def burst(n: int, ctx: Context) -> str:
+    """Log n lines as fast as possible, then answer."""
+    for i in range(n):
+        ctx.log.info(f"burst {i}")
+    return f"burst of {n} done"
+
+
+@tool
 def status(run: str) -> str:
     """How a ticker run ended."""
     return RUNS.get(run, "unknown")
 
 
-app = McpApp("streaming", "1.0", tools=[ticker, status])
+app = McpApp("streaming", "1.0", tools=[ticker, burst, status])

@@ -1,0 +1,136 @@
+"""Several uvicorn instances sharing one redis-server, a round-robin client, and a minimal
+round-robin HTTP proxy (test scaffolding, not product)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import secrets
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from mcpcore.testing import McpTestClient
+from tests.servers import PROCESSES, free_port, run_server
+from tests.storage.conftest import redis_server
+
+__all__ = ["Cluster", "RoundRobinClient", "cluster", "proxy"]
+
+
+class Cluster:
+    def __init__(self, redis_url: str, redis_proc: subprocess.Popen[bytes], urls: list[str],
+                 env: dict[str, str]) -> None:
+        self.redis_url = redis_url
+        self.redis_proc = redis_proc
+        self.urls = urls
+        self.env = env
+
+
+@contextlib.contextmanager
+def cluster(tmp: Path, target: str = "examples.everything:app", n: int = 3,
+            extra_env: dict[str, str] | None = None) -> Iterator[Cluster]:
+    """``n`` instances of ``target`` on free ports, one private Redis, shared keys."""
+    sandbox = tmp / "sandbox"
+    sandbox.mkdir(exist_ok=True)
+    with redis_server(tmp / "redis.log") as (redis_url, redis_proc):
+        env = {"MCP_SESSION_STORE": "redis", "REDIS_URL": redis_url, "STORAGE_PROVIDER_TYPE": "redis",
+               "MCP_REQUEST_STATE_KEY": secrets.token_hex(32), "MCP_STORAGE_CURSOR_KEY": secrets.token_hex(32),
+               "MCP_EXAMPLE_SANDBOX": str(sandbox), "MCP_LOG_LEVEL": "info", **(extra_env or {})}
+        with contextlib.ExitStack() as stack:
+            urls = [stack.enter_context(run_server(target, env=env)) for _ in range(n)]
+            yield Cluster(redis_url, redis_proc, urls, env)
+
+
+class RoundRobinClient(McpTestClient):
+    """Sends each HTTP request to the next instance."""
+
+    def __init__(self, urls: list[str], **kw: Any) -> None:
+        super().__init__(url=urls[0], **kw)
+        self._cycle = itertools.cycle(urls)
+        self.sent_to: list[str] = []
+
+    @property  # type: ignore[override]
+    def url(self) -> str:
+        u = next(self._cycle)
+        self.sent_to.append(u)
+        return u
+
+    @url.setter
+    def url(self, value: str) -> None:
+        pass
+
+
+def _proxy_app(backends: list[str]) -> Any:
+    cycle = itertools.cycle(backends)
+    client = httpx.AsyncClient(timeout=None)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                msg = await receive()
+                if msg["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif msg["type"] == "lifespan.shutdown":
+                    await client.aclose()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        body = b""
+        while True:
+            msg = await receive()
+            body += msg.get("body", b"")
+            if not msg.get("more_body"):
+                break
+        target = next(cycle) + scope["path"] + ("?" + scope["query_string"].decode() if scope["query_string"] else "")
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in (b"content-length", b"connection")]
+        req = client.build_request(scope["method"], target, headers=headers, content=body)
+        resp = await client.send(req, stream=True)
+        await send({"type": "http.response.start", "status": resp.status_code,
+                    "headers": [(k, v) for k, v in resp.headers.raw if k.lower() not in (b"transfer-encoding",
+                                                                                          b"content-length")]})
+        try:
+            async for chunk in resp.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        finally:
+            await resp.aclose()
+        await send({"type": "http.response.body", "body": b""})
+
+    return app
+
+
+@contextlib.contextmanager
+def proxy(backends: list[str]) -> Iterator[str]:
+    """A per-request round-robin HTTP proxy on a free port in a thread; yields its /mcp URL."""
+    port = free_port()
+    bases = [u.rsplit("/mcp", 1)[0] for u in backends]
+    server = uvicorn.Server(uvicorn.Config(_proxy_app(bases), host="127.0.0.1", port=port, log_level="warning",
+                                           lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("proxy did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def kill(url: str) -> None:
+    """SIGKILL the instance serving ``url``."""
+    proc = PROCESSES[url]
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+
+
