@@ -52,5 +52,8 @@ conformance: $(STAMP)
 	$(PY) -m tests.tools.ensure_node
 	$(PY) -m pytest -q tests/conformance
 
+fuzz: $(STAMP)
+	MCPCORE_FUZZ_EXAMPLES=$${MCPCORE_FUZZ_EXAMPLES:-100000} $(PY) -m pytest -q -p no:randomly tests/test_hostile.py -k fuzzed --timeout 0
+
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache

@@ -429,6 +429,17 @@ def test_input_required_result_prompt(ctx: Context) -> str:
     return f"Use this context: {answer.context}"
 
 
+class Stats(BaseModel):
+    items: int = Field(description="Number of catalog items")
+    caller: str = Field(description="Client id of the caller, or 'anonymous' without auth")
+
+
+@tool(auth=["catalog:admin"], annotations={"read_only_hint": True})
+def catalog_stats(ctx: Context) -> Stats:
+    """Report catalog statistics; with auth on, the caller needs the catalog:admin scope."""
+    return Stats(items=len(CATALOG), caller=ctx.auth.client_id if ctx.auth else "anonymous")
+
+
 # -- consent gates (the Context guide's recipes, with an atomic take) --------------------------
 
 def _sandbox() -> Path:

@@ -6,6 +6,7 @@ endpoint, and stores that can live in Redis.
 
 from ._version import __version__
 from .app import McpApp
+from .auth import check_scopes
 from .config import SessionMode, Settings
 from .content import (
     AudioContent,
@@ -54,6 +55,7 @@ __all__ = [
     "TextResourceContents",
     "ToolResult",
     "__version__",
+    "check_scopes",
     "create_request_context",
     "input_required",
     "prompt",

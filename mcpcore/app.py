@@ -11,6 +11,7 @@ from typing import Any
 
 from . import _json
 from ._version import __version__
+from .auth import PRM_CACHE_CONTROL, create_authenticator, metadata_routes, protected_resource_metadata
 from .bus.memory import LocalBus
 from .config import SessionMode, Settings
 from .context import ContextServices
@@ -113,13 +114,16 @@ class McpApp:
         else:
             self.bus = LocalBus()
             self.sessions = MemorySessionStore(idle_ms=s.session_idle_ms, max_sessions=s.max_sessions,
+                                               max_per_identity=s.max_sessions_per_identity,
                                                is_busy=self.live.is_busy)
             self.events = MemoryEventBuffer(s.resumability_max_events, s.resumability_ttl_ms) \
                 if s.resumability else None
         self.sessions.on_evict = self._evicted
         self.notifier = Notifier(self.bus)
         self.notify = AppNotifier(self.notifier)
-        self.services = ContextServices(log_floor=LEVELS[self.settings.log_level], notify=self.notifier)
+        self.services = ContextServices(log_floor=LEVELS[s.log_level], notify=self.notifier, auth_mode=s.auth_mode,
+                                        scope_checks_disabled=s.auth_disable_scope_checks)
+        self.authenticator = create_authenticator(s)
         self.dispatcher = Dispatcher(registry=self.registry, settings=self.settings, server_info=self.server_info,
                                      instructions=instructions, services=self.services, notifier=self.notifier,
                                      cache_hints=dict(cache_hints or {}), sessions=self.sessions,
@@ -214,6 +218,9 @@ class McpApp:
             self.services.state = StateService(provider, signer)
             if self.redis is not None:
                 exit_stack.push_async_callback(self.redis.aclose)
+            if self.authenticator is not None:
+                await self.authenticator.start()
+                exit_stack.push_async_callback(self.authenticator.close)
             await self.bus.start()
             exit_stack.push_async_callback(self.bus.close)
             self.bus.subscribe(self._on_route)
@@ -256,6 +263,11 @@ class McpApp:
         if not self._started:
             checks["app"] = "not started"
         return all(v == "ok" for v in checks.values()), checks
+
+    def begin_drain(self) -> None:
+        """Stop long-lived streams now (listen streams answer and close, GET streams close) so a
+        server shutting down is not held open by them; requests in flight still finish."""
+        self.dispatcher.closing.set()
 
     async def shutdown(self) -> None:
         """End streams, cancel in-flight work, close what startup opened."""
@@ -320,6 +332,8 @@ class McpApp:
                 await self._legacy_sse(scope, receive, send, path)
             elif path == "/healthz" and scope["method"] == "GET":
                 await _plain_json(send, 200, {"status": "ok"})
+            elif self.authenticator is not None and path in metadata_routes(self.settings, self.path):
+                await self._protected_resource_metadata(scope, send)
             elif path == "/readyz" and scope["method"] == "GET":
                 ready, checks = await self.readiness()
                 await _plain_json(send, 200 if ready else 503, {"status": "ready" if ready else "unavailable",
@@ -331,11 +345,24 @@ class McpApp:
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1008})
 
+    async def _protected_resource_metadata(self, scope: Scope, send: Send) -> None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get("host", "localhost")
+        base = f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}"
+        defs: list[Any] = [*self.registry.tools.values(), *self.registry.resources.values(), *self.registry.templates]
+        scopes = sorted({s for d in defs for s in d.auth})
+        doc = protected_resource_metadata(self.settings, base, scopes, endpoint_path=self.path)
+        body = _json.dumps(doc)
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            (b"cache-control", PRM_CACHE_CONTROL.encode())]})
+        await send({"type": "http.response.body", "body": body})
+
     def _runtime(self) -> Runtime:
         return Runtime(settings=self.settings, dispatcher=self.dispatcher, services=self.services,
                        notifier=self.notifier, bus=self.bus, sessions=self.sessions, live=self.live,
                        session_mode=self.session_mode, server_info=self.server_info, events=self.events,
-                       shared=self.redis is not None)
+                       shared=self.redis is not None, auth=self.authenticator)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

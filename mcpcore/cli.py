@@ -13,7 +13,7 @@ from ._version import __version__
 from .errors import ConfigurationError
 from .logs import configure_logging
 
-__all__ = ["load_app", "main", "serve"]
+__all__ = ["lint_command", "load_app", "main", "serve"]
 
 
 def load_app(target: str) -> Any:
@@ -60,8 +60,66 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
         pass
     if (workers > 1 or reload) and target is not None:
         uvicorn.run(target, workers=workers, reload=reload, **options)
+        return
+    server = _draining_server_class()(uvicorn.Config(app, **options))
+    server.mcp_app = app
+    server.run()
+
+
+def _draining_server_class() -> Any:
+    import uvicorn
+
+    class DrainingServer(uvicorn.Server):
+        """uvicorn that, on SIGTERM/SIGINT, first ends the app's long-lived streams so the
+        graceful shutdown finishes in-flight requests instead of waiting on idle streams."""
+
+        mcp_app: Any = None
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.mcp_app is not None and not self.should_exit:
+                try:
+                    asyncio.get_event_loop().call_soon_threadsafe(self.mcp_app.begin_drain)
+                except RuntimeError:
+                    pass
+            super().handle_exit(sig, frame)
+
+    return DrainingServer
+
+
+
+def lint_command(target: str, *, output_format: str = "text", portability: str = "standard",
+                 ignore: list[str] | None = None) -> int:
+    """``mcpcore lint``: print the findings of ``target``'s definitions; 0 clean, 1 findings, 2 load errors."""
+    from .lint import lint_app
+    from .server.registry import Registry
+
+    try:
+        app = load_app(target)
+    except ConfigurationError as exc:
+        print(f"mcpcore lint: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(f"mcpcore lint: cannot import {target!r}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(app, Registry) and not isinstance(getattr(app, "registry", None), Registry):
+        print(f"mcpcore lint: {target!r} is a {type(app).__name__}, not an McpApp", file=sys.stderr)
+        return 2
+    if portability not in ("standard", "strict"):
+        print(f"mcpcore lint: unknown portability {portability!r}", file=sys.stderr)
+        return 2
+    try:
+        report = lint_app(app, portability="strict" if portability == "strict" else "standard",
+                          ignore={"*": ignore} if ignore else None)
+    except ValueError as exc:  # an --ignore naming no rule
+        print(f"mcpcore lint: {exc}", file=sys.stderr)
+        return 2
+    if output_format == "json":
+        print(report.json())
     else:
-        uvicorn.run(app, **options)
+        if report.findings:
+            print(report.text())
+        print(f"mcpcore lint: {report.summary()}", file=sys.stderr)
+    return 0 if report.passed else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,10 +133,21 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--port", type=int, default=None)
     run.add_argument("--workers", type=int, default=1)
     run.add_argument("--reload", action="store_true")
+    lint = sub.add_parser("lint", help="check module:app's definitions (exit 0 clean, 1 findings, 2 load error)")
+    lint.add_argument("target", help="module:attribute of an McpApp")
+    lint.add_argument("--format", choices=("text", "json"), default="text", dest="output_format",
+                      help="one line per finding (text) or a JSON report")
+    lint.add_argument("--portability", choices=("standard", "strict"), default="standard",
+                      help="strict also flags $defs/$ref and $schema tags")
+    lint.add_argument("--ignore", action="append", default=[], metavar="RULE",
+                      help="silence a rule (id or pattern) everywhere; repeatable")
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command == "lint":
+        return lint_command(args.target, output_format=args.output_format, portability=args.portability,
+                            ignore=args.ignore)
     try:
         app = load_app(args.target)
         transport = args.transport or app.settings.transport

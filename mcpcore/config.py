@@ -115,6 +115,7 @@ class Settings:
     session_mode: str | None = _env("MCP_SESSION_MODE", _choice("stateless", "stateful", "auto"), None)
     session_idle_ms: int = _env("MCP_STATEFUL_SESSION_STALE_TIMEOUT_MS", _int(1000), 1_800_000)
     max_sessions: int = _env("MCP_MAX_SESSIONS", _int(1), 10_000)
+    max_sessions_per_identity: int = _env("MCP_MAX_SESSIONS_PER_IDENTITY", _int(1), 100)
     allowed_origins: tuple[str, ...] = _env("MCP_ALLOWED_ORIGINS", _csv, ())
     allowed_hosts: tuple[str, ...] = _env("MCP_ALLOWED_HOSTS", _csv, ())
     sse_keepalive_ms: int = _env("MCP_HTTP_SSE_KEEPALIVE_MS", _int(0), 15_000)

@@ -56,6 +56,8 @@ class ContextServices:
     log_floor: int = 20
     notify: Callable[[dict[str, Any], RequestScope], None] = _no_notify
     session_mode: str = "auto"
+    auth_mode: str = "none"
+    scope_checks_disabled: bool = False
 
 
 _DEFAULT_SERVICES = ContextServices()
@@ -87,6 +89,7 @@ class RequestScope:
     span_id: str | None = None
     transport: str = "http"
     error_code: int | None = None
+    error_data: dict[str, Any] | None = None
     started: float = field(default_factory=time.time)
     _request_id: str | None = None
 

@@ -13,6 +13,7 @@ __all__ = [
     "classify_message",
     "error_response",
     "result_response",
+    "too_deep",
     "valid_id",
 ]
 
@@ -65,6 +66,23 @@ def classify_message(msg: object) -> MessageKind:
     rid = msg.get("id")
     raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, "Not a JSON-RPC request, notification or response.",
                          rid if valid_id(rid) else None)
+
+
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests containers deeper than ``limit`` (checked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        t = type(node)
+        if t is dict:
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in node.values() if type(v) in (dict, list))
+        elif t is list:
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in node if type(v) in (dict, list))
+    return False
 
 
 def result_response(request_id: str | int, result: Any) -> bytes:

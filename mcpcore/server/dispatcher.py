@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .. import _json
+from ..auth.scopes import check_scopes
 from ..config import Settings
 from ..context import ContextServices, RequestScope
 from ..definitions.resources import CacheHint
@@ -160,6 +161,7 @@ class Dispatcher:
             return result_response(rid, result)
         except McpError as exc:
             scope.error_code = exc.code
+            scope.error_data = exc.data
             return error_response(rid, error_payload(exc, (), scope.request_id))
         except asyncio.CancelledError:
             raise
@@ -270,11 +272,12 @@ class Dispatcher:
             await self.sessions.save(session)
 
     def check_scopes(self, required: Sequence[str], scope: RequestScope) -> None:
-        """Fail closed when a definition requires scopes the caller does not hold."""
-        if not required or self.settings.auth_mode == "none":
+        """Fail closed when a definition requires scopes the caller does not hold (checked
+        before its input is parsed); the client is never told which scopes were missing."""
+        if not required:
             return
-        if scope.auth is None:
-            raise McpError(JsonRpcErrorCode.Unauthorized, "Authentication required.")
-        held = set(scope.auth.scopes)
-        if not all(s in held for s in required):
-            raise McpError(JsonRpcErrorCode.Forbidden, "Insufficient permissions.")
+        try:
+            check_scopes(scope.auth, required, auth_mode=self.settings.auth_mode,
+                         disabled=self.settings.auth_disable_scope_checks)
+        except McpError as exc:
+            raise McpError(exc.code, exc.message, {"reason": "insufficient_scope"}) from None

@@ -25,18 +25,28 @@ class MemorySessionStore:
 
     When the cap is reached, expired sessions are dropped first; then the least recently used
     session that is not busy (``is_busy(id)`` is false: no open stream, nothing in flight) is
-    evicted, so abandoned sessions never lock new clients out.
+    evicted, so abandoned sessions never lock new clients out. One authenticated identity holds
+    at most ``max_per_identity`` sessions (its least recently used idle one makes room).
     """
 
-    def __init__(self, *, idle_ms: int = 1_800_000, max_sessions: int = 10_000,
+    def __init__(self, *, idle_ms: int = 1_800_000, max_sessions: int = 10_000, max_per_identity: int = 100,
                  is_busy: Callable[[str], bool] | None = None) -> None:
         self._items: OrderedDict[str, SessionRecord] = OrderedDict()
         self.idle = idle_ms / 1000
         self.max_sessions = max_sessions
+        self.max_per_identity = max_per_identity
+        self._by_identity: dict[tuple[str, str, str], OrderedDict[str, None]] = {}
         self.is_busy = is_busy or (lambda _id: False)
         self.on_evict: Callable[[str], None] | None = None
 
     async def create(self, record: SessionRecord) -> None:
+        if record.identity is not None:
+            mine = list(self._by_identity.get(record.identity, ()))
+            if len(mine) >= self.max_per_identity:
+                victim = next((sid for sid in mine if not self.is_busy(sid)), None)
+                if victim is None:
+                    raise SessionCapacityError(self.max_per_identity)
+                self._drop(victim)
         if len(self._items) >= self.max_sessions:
             await self.sweep()
         if len(self._items) >= self.max_sessions:
@@ -48,6 +58,8 @@ class MemorySessionStore:
             raise SessionCapacityError(self.max_sessions)
         record.last_seen = time.monotonic()
         self._items[record.id] = record
+        if record.identity is not None:
+            self._by_identity.setdefault(record.identity, OrderedDict())[record.id] = None
 
     async def get(self, session_id: str) -> SessionRecord | None:
         rec = self._items.get(session_id)
@@ -59,18 +71,31 @@ class MemorySessionStore:
             return None
         rec.last_seen = now
         self._items.move_to_end(session_id)
+        if rec.identity is not None:
+            own = self._by_identity.get(rec.identity)
+            if own is not None and session_id in own:
+                own.move_to_end(session_id)
         return rec
 
     async def save(self, record: SessionRecord) -> None:
         if record.id in self._items:
             self._items[record.id] = record
+            if record.identity is not None:
+                self._by_identity.setdefault(record.identity, OrderedDict())[record.id] = None
 
     async def delete(self, session_id: str) -> bool:
         return self._drop(session_id)
 
     def _drop(self, session_id: str) -> bool:
-        if self._items.pop(session_id, None) is None:
+        rec = self._items.pop(session_id, None)
+        if rec is None:
             return False
+        if rec.identity is not None:
+            own = self._by_identity.get(rec.identity)
+            if own is not None:
+                own.pop(session_id, None)
+                if not own:
+                    del self._by_identity[rec.identity]
         if self.on_evict is not None:
             self.on_evict(session_id)
         return True
@@ -87,3 +112,4 @@ class MemorySessionStore:
 
     async def close(self) -> None:
         self._items.clear()
+        self._by_identity.clear()

@@ -60,6 +60,7 @@ def create_mock_context(
         state=state or StateService(MemoryStorage(), CursorSigner([os.urandom(32)])),
         log_floor=0,
         notify=notify,
+        auth_mode="jwt" if auth is not None else "none",
     )
     outbound = NullOutbound()
     scope = RequestScope(method="tools/call", jsonrpc_id=request_id, era=Era.MODERN if modern else Era.LEGACY,

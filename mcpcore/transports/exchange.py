@@ -139,7 +139,8 @@ class HttpExchange:
         result: dict[str, Any] = await self.client_requests(self, method, params)
         return result
 
-    async def finish(self, body: bytes | None, status: int = 200) -> None:
+    async def finish(self, body: bytes | None, status: int = 200,
+                     extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
         """Send the final message (``None``: end the stream without one)."""
         while self._pumping is not None:
             await asyncio.shield(self._pumping)
@@ -150,7 +151,7 @@ class HttpExchange:
                     (b"content-length", b"0"), *self._headers]})
                 await self._send({"type": "http.response.body", "body": b""})
             else:
-                await json_response(self._send, status, body, self._headers)
+                await json_response(self._send, status, body, self._headers + (extra_headers or []))
             return
         if body is not None:
             eid = await self.sink.append(body) if self.sink is not None else None

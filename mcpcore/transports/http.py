@@ -15,11 +15,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import _json
-from ..context import RequestScope
+from ..auth import AuthError, metadata_url, single_authorization
+from ..context import AuthInfo, RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import check_headers, read_envelope
-from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response
+from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, too_deep
 from ..protocol.versions import (
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
@@ -52,8 +53,29 @@ _MODERN_STATUS = {
 }
 
 
-def _headers(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+class RequestHeaders(dict[str, str]):
+    """A request's headers (lower-cased names) and the identity its token proved, if any."""
+
+    auth: AuthInfo | None = None
+    authorization: list[str]
+
+
+def _headers(scope: Scope) -> RequestHeaders:
+    out = RequestHeaders()
+    auths: list[str] = []
+    for k, v in scope["headers"]:
+        name = k.decode("latin-1").lower()
+        value = v.decode("latin-1")
+        if name == "authorization":
+            auths.append(value)
+        out[name] = value
+    out.authorization = auths
+    return out
+
+
+def _base_url(scope: Scope, headers: RequestHeaders) -> str:
+    host = headers.get("host") or (f"{scope['server'][0]}:{scope['server'][1]}" if scope.get("server") else "localhost")
+    return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}"
 
 
 def _err(code: int, message: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -79,6 +101,8 @@ class HttpTransport:
         self.limit = s.max_body_bytes
         self.mode = rt.session_mode
         self.dispatcher = rt.dispatcher
+        self.max_depth = s.max_json_depth
+        self.depth_floor = 2 * s.max_json_depth  # a shorter body cannot nest that deep
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = _headers(scope)
@@ -88,6 +112,12 @@ class HttpTransport:
             await _error(send, 403, JsonRpcErrorCode.InvalidRequest, f"Forbidden: {reason}.")
             return
         method = scope["method"]
+        if self.rt.auth is not None and method in ("POST", "GET", "DELETE"):
+            try:
+                headers.auth = await self.rt.auth.authenticate(single_authorization(headers.authorization))
+            except AuthError as exc:
+                await self._refuse(scope, send, headers, exc)
+                return
         if method == "POST":
             await self._post(scope, receive, send, headers)
         elif method == "GET":
@@ -102,9 +132,18 @@ class HttpTransport:
             await _error(send, 405, JsonRpcErrorCode.InvalidRequest, "Method not allowed.",
                          headers=[(b"allow", b"GET, POST, DELETE")])
 
+    async def _refuse(self, scope: Scope, send: Send, headers: RequestHeaders, exc: AuthError) -> None:
+        urls = metadata_url(self.rt.settings, _base_url(scope, headers), self.rt.settings.endpoint_path)
+        extra = [(k.lower().encode(), v.encode()) for k, v in exc.headers(urls.challenge, include_scope=False).items()]
+        await json_response(send, exc.status, _json.dumps(exc.response_body(None)), extra)
+
+    def _identity(self, headers: RequestHeaders) -> tuple[str, str, str] | None:
+        auth = headers.auth
+        return (auth.tenant_id or "", auth.client_id, auth.subject or "") if auth is not None else None
+
     # -- POST -----------------------------------------------------------------------------------
 
-    async def _post(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+    async def _post(self, scope: Scope, receive: Receive, send: Send, headers: RequestHeaders) -> None:
         ctype = headers.get("content-type", "")
         if ctype.split(";", 1)[0].strip().lower() != "application/json":
             await _error(send, 415, JsonRpcErrorCode.InvalidRequest, "Unsupported Media Type: use application/json.")
@@ -126,6 +165,10 @@ class HttpTransport:
         except _json.JSONDecodeError:
             await _error(send, 400, JsonRpcErrorCode.ParseError, "Parse error: the body is not valid JSON.")
             return
+        if len(body) > self.depth_floor and too_deep(msg, self.max_depth):
+            await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
+                         f"Bad Request: JSON nested deeper than {self.max_depth} levels.")
+            return
         if type(msg) is list:
             await self._batch(scope, receive, send, headers, msg)
             return
@@ -146,12 +189,12 @@ class HttpTransport:
 
     # -- 2026-07-28 -----------------------------------------------------------------------------
 
-    async def _modern(self, receive: Receive, send: Send, headers: dict[str, str], msg: dict[str, Any]) -> None:
+    async def _modern(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any]) -> None:
         rid = msg["id"]
         method = msg["method"]
         params = msg.get("params") or {}
         rscope = RequestScope(method=method, jsonrpc_id=rid, era=Era.MODERN, services=self.rt.services,
-                              tenant_id="default")
+                              auth=headers.auth, tenant_id=self._tenant(headers))
         try:
             env = read_envelope(params) if "_meta" in params and type(params["_meta"]) is dict and \
                 META_PROTOCOL_VERSION in params["_meta"] else None
@@ -203,12 +246,29 @@ class HttpTransport:
         finally:
             watcher.cancel()
         status = _MODERN_STATUS.get(rscope.error_code, 200) if rscope.error_code is not None else 200  # type: ignore[call-overload]
-        await exchange.finish(body, status)
+        override, extra = self._scope_headers(rscope)
+        await exchange.finish(body, override or status, extra)
+
+    def _tenant(self, headers: RequestHeaders) -> str | None:
+        """``default`` without auth; the token's ``tid`` (or none: ``ctx.state`` fails closed) with it."""
+        return headers.auth.tenant_id if headers.auth is not None else ("default" if self.rt.auth is None else None)
+
+    def _scope_headers(self, rscope: RequestScope) -> tuple[int | None, list[tuple[bytes, bytes]]]:
+        """A missing scope is answered 403 with a challenge that names no scope."""
+        if rscope.error_code == JsonRpcErrorCode.Forbidden and (rscope.error_data or {}).get(
+                "reason") == "insufficient_scope":
+            challenge = AuthError.insufficient_scope(()).www_authenticate(None, include_scope=False) or "Bearer"
+            return 403, [(b"www-authenticate", challenge.encode())]
+        if rscope.error_code == JsonRpcErrorCode.Unauthorized:
+            return 401, [(b"www-authenticate", b'Bearer realm="mcp"')]
+        return None, []
 
     # -- 2025 era -------------------------------------------------------------------------------
 
-    async def _session(self, send: Send, sid: str | None, rid: Any) -> SessionRecord | bool | None:
-        """The session a 2025-era request names; ``False`` when a response was already sent."""
+    async def _session(self, send: Send, sid: str | None, rid: Any,
+                       headers: RequestHeaders | None = None) -> SessionRecord | bool | None:
+        """The session a 2025-era request names, checked against the caller's identity (bound on
+        its first authenticated use); ``False`` when a response was already sent."""
         if sid is None or self.mode == "stateless":
             if sid is None and self.mode == "stateful":
                 await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
@@ -220,17 +280,25 @@ class HttpTransport:
         except McpError as exc:
             await json_response(send, 503, error_response(rid, exc.to_wire()))
             return False
+        identity = self._identity(headers) if headers is not None else None
+        if record is not None and record.identity != identity:
+            if record.identity is None and identity is not None:
+                record.identity = identity
+                await self.rt.sessions.save(record)
+            else:
+                log.warning("refused a session used by another identity", extra={"fields": {"sessionId": sid[:8]}})
+                record = None
         if record is None:
             await _error(send, 404, JsonRpcErrorCode.InvalidRequest,
                          "Session not found or expired; initialize a new session.", rid)
             return False
         return record
 
-    def _version_ok(self, headers: dict[str, str]) -> bool:
+    def _version_ok(self, headers: RequestHeaders) -> bool:
         pv = headers.get("mcp-protocol-version")
         return pv is None or pv.strip() in SUPPORTED_VERSIONS
 
-    async def _legacy(self, receive: Receive, send: Send, headers: dict[str, str], msg: dict[str, Any], kind: str,
+    async def _legacy(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any], kind: str,
                       sid: str | None) -> None:
         rid = msg.get("id") if kind == "request" else None
         if not self._version_ok(headers):
@@ -241,7 +309,7 @@ class HttpTransport:
         if kind == "request" and msg["method"] == "initialize":
             await self._initialize(receive, send, headers, msg, sid)
             return
-        record = await self._session(send, sid, rid)
+        record = await self._session(send, sid, rid, headers)
         if record is False:
             return
         assert record is None or isinstance(record, SessionRecord)
@@ -254,16 +322,17 @@ class HttpTransport:
         else:
             await self._legacy_request(receive, send, headers, msg, record)
 
-    async def _initialize(self, receive: Receive, send: Send, headers: dict[str, str], msg: dict[str, Any],
+    async def _initialize(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any],
                           sid: str | None) -> None:
         rid = msg["id"]
         if sid is not None and self.mode != "stateless":
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
                          "Bad Request: initialize starts a session and must not carry Mcp-Session-Id.", rid)
             return
-        record = SessionRecord(id=new_session_id()) if self.mode != "stateless" else None
+        record = SessionRecord(id=new_session_id(), identity=self._identity(headers)) \
+            if self.mode != "stateless" else None
         rscope = RequestScope(method="initialize", jsonrpc_id=rid, era=Era.LEGACY, services=self.rt.services,
-                              session=record)
+                              session=record, auth=headers.auth, tenant_id=self._tenant(headers))
         body = await self.dispatcher.handle(msg, rscope)
         extra: list[tuple[bytes, bytes]] = []
         if record is not None and rscope.error_code is None:
@@ -278,7 +347,7 @@ class HttpTransport:
             extra.append((b"mcp-session-id", record.id.encode()))
         await json_response(send, 200, body, extra)
 
-    def _scope_for(self, msg: dict[str, Any], headers: dict[str, str], record: SessionRecord | None) -> RequestScope:
+    def _scope_for(self, msg: dict[str, Any], headers: RequestHeaders, record: SessionRecord | None) -> RequestScope:
         params = msg.get("params") or {}
         meta = params.get("_meta") if type(params.get("_meta")) is dict else None
         token = meta.get("progressToken") if meta else None
@@ -301,6 +370,7 @@ class HttpTransport:
             client_capabilities=caps, client_info=info, client_log_level=level,
             progress_token=token if type(token) in (str, int) else None, meta=meta,
             input_responses=ir if type(ir) is dict else None, request_state=rs if type(rs) is str else None,
+            auth=headers.auth, tenant_id=self._tenant(headers),
         )
 
     def _sink(self, record: SessionRecord | None, stream_id: str | None = None) -> StreamSink | None:
@@ -310,7 +380,7 @@ class HttpTransport:
         return StreamSink(self.rt.events, record.id, stream_id or secrets.token_hex(6),
                           prime=record.protocol_version >= "2025-11-25", retry_ms=self.rt.settings.sse_retry_ms)
 
-    async def _legacy_request(self, receive: Receive, send: Send, headers: dict[str, str], msg: dict[str, Any],
+    async def _legacy_request(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any],
                               record: SessionRecord | None) -> None:
         rscope = self._scope_for(msg, headers, record)
         out_headers = [(b"mcp-session-id", record.id.encode())] if record is not None else []
@@ -321,7 +391,10 @@ class HttpTransport:
         body = await self._run(msg, rscope, live)
         if body is None:
             return
-        await exchange.finish(body, 503 if rscope.error_code == JsonRpcErrorCode.ServiceUnavailable else 200)
+        status, extra = self._scope_headers(rscope)
+        if rscope.error_code == JsonRpcErrorCode.ServiceUnavailable:
+            status = 503
+        await exchange.finish(body, status or 200, extra)
         if live is not None and record is not None:
             self.rt.live.forget_if_idle(record.id)
 
@@ -380,13 +453,13 @@ class HttpTransport:
 
         return request
 
-    async def _batch(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str],
+    async def _batch(self, scope: Scope, receive: Receive, send: Send, headers: RequestHeaders,
                      msgs: list[Any]) -> None:
         sid = headers.get("mcp-session-id")
         if not msgs:
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest, "An empty batch is not a valid request.")
             return
-        record = await self._session(send, sid, None)
+        record = await self._session(send, sid, None, headers)
         if record is False:
             return
         assert record is None or isinstance(record, SessionRecord)
@@ -432,7 +505,7 @@ class HttpTransport:
 
     # -- GET: the standalone stream -------------------------------------------------------------
 
-    async def _get(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+    async def _get(self, scope: Scope, receive: Receive, send: Send, headers: RequestHeaders) -> None:
         if not accepts(headers.get("accept"), "text/event-stream"):
             await _error(send, 406, JsonRpcErrorCode.InvalidRequest, "Not Acceptable: use text/event-stream.")
             return
@@ -445,7 +518,7 @@ class HttpTransport:
         if sid is None:
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: Mcp-Session-Id header is required.")
             return
-        record = await self._session(send, sid, None)
+        record = await self._session(send, sid, None, headers)
         if record is False or record is None:
             return
         assert isinstance(record, SessionRecord)
@@ -558,7 +631,7 @@ class HttpTransport:
 
     # -- DELETE ---------------------------------------------------------------------------------
 
-    async def _delete(self, send: Send, headers: dict[str, str]) -> None:
+    async def _delete(self, send: Send, headers: RequestHeaders) -> None:
         if self.mode == "stateless":
             await _error(send, 405, JsonRpcErrorCode.InvalidRequest, "Method Not Allowed: there are no sessions.",
                          headers=[(b"allow", b"POST")])
@@ -567,7 +640,7 @@ class HttpTransport:
         if sid is None:
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: Mcp-Session-Id header is required.")
             return
-        record = await self._session(send, sid, None)
+        record = await self._session(send, sid, None, headers)
         if record is False or record is None:
             return
         assert isinstance(record, SessionRecord)

@@ -20,7 +20,7 @@ from ..context import RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import read_envelope
-from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response
+from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, too_deep
 from ..protocol.versions import META_PROTOCOL_VERSION, Era, supports_batches
 from ..runtime import Runtime
 from ..server.notify import notification_for
@@ -146,6 +146,10 @@ class MessagePump:
             msg = _json.loads(line)
         except _json.JSONDecodeError:
             self._send_error(None, JsonRpcErrorCode.ParseError, "Parse error: the line is not valid JSON.")
+            return
+        limit = self.rt.settings.max_json_depth
+        if len(line) > 2 * limit and too_deep(msg, limit):
+            self._send_error(None, JsonRpcErrorCode.InvalidRequest, f"JSON nested deeper than {limit} levels.")
             return
         self.handle(msg)
 

@@ -1,0 +1,152 @@
+"""Hostile input: a property-based fuzzer over both eras, depth and size limits, exhaustion by
+abandoned sessions, and draining on SIGTERM under load."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcpcore.testing import McpTestClient
+
+from .conftest import example_app
+from .servers import PROCESSES, run_server
+
+pytestmark = pytest.mark.anyio
+
+FUZZ_EXAMPLES = int(os.environ.get("MCPCORE_FUZZ_EXAMPLES", "600"))
+METHODS = ["tools/call", "tools/list", "resources/read", "resources/list", "resources/templates/list", "prompts/get",
+           "prompts/list", "completion/complete", "logging/setLevel", "ping", "server/discover",
+           "subscriptions/listen", "resources/subscribe", "notifications/cancelled", "nope", ""]
+TOOLS = ["search", "fetch_items", "test_x_mcp_header", "delete_path", "export_report", "test_elicitation", "nope"]
+
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**63), max_value=2**63 - 1),
+                      st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=30))
+json_value = st.recursive(json_leaf, lambda kids: st.one_of(st.lists(kids, max_size=4),
+                                                            st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+                          max_leaves=12)
+meta = st.one_of(st.none(), json_value, st.fixed_dictionaries({
+    "io.modelcontextprotocol/protocolVersion": st.sampled_from(["2026-07-28", "2025-11-25", "x", ""]) | json_leaf,
+    "io.modelcontextprotocol/clientCapabilities": json_value,
+}, optional={"io.modelcontextprotocol/logLevel": json_value, "progressToken": json_value}))
+params = st.one_of(json_value, st.fixed_dictionaries({}, optional={
+    "_meta": meta, "name": st.sampled_from(TOOLS) | json_leaf, "arguments": json_value, "uri": json_value,
+    "cursor": json_value, "inputResponses": json_value, "requestState": json_value, "level": json_value,
+    "ref": json_value, "argument": json_value, "notifications": json_value}))
+message = st.fixed_dictionaries({"jsonrpc": st.sampled_from(["2.0", "1.0"]) | json_leaf},
+                                optional={"id": json_leaf, "method": st.sampled_from(METHODS) | json_leaf,
+                                          "params": params, "result": json_value, "error": json_value})
+body = st.one_of(message.map(orjson.dumps), st.lists(message, max_size=3).map(orjson.dumps),
+                 st.binary(max_size=64), json_value.map(lambda v: orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS)))
+header_value = st.one_of(st.none(), st.sampled_from(["2026-07-28", "2025-11-25", "2025-03-26", "bogus"]),
+                         st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=20))
+
+
+@pytest.fixture(scope="module")
+def fuzz_app() -> Any:
+    return example_app(request_state_key="k" * 40, max_body_bytes=4096)
+
+
+async def _one(app: Any, payload: bytes, hv: dict[str, str | None], session: bool) -> None:
+    async with McpTestClient(app, initialize=session) as c:
+        before = (await app.sessions.count(), app.services.state.provider._count)
+        h = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        if session and c.session_id:
+            h["mcp-session-id"] = c.session_id
+        for k, v in hv.items():
+            if v is not None:
+                h[k] = v
+        r = await c.post(payload, h)
+        assert r.status_code != 500 and r.status_code < 600
+        if r.status_code != 202 and r.content and r.headers.get("content-type", "").startswith("application/json"):
+            data = orjson.loads(r.content)
+            assert isinstance(data, (dict, list))
+            text = r.text
+            assert "Traceback" not in text and "/work/" not in text and 'File "' not in text
+        after = (await app.sessions.count(), app.services.state.provider._count)
+        assert after == before
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(payload=body, pv=header_value, method=header_value, name=header_value, session=st.booleans(),
+       accept=st.sampled_from(["application/json, text/event-stream", "*/*", "text/html", ""]))
+def test_fuzzed_bodies_and_headers_never_500_or_change_stores(
+        fuzz_app: Any, payload: bytes, pv: str | None, method: str | None, name: str | None, session: bool,
+        accept: str) -> None:
+    if b'"initialize"' in payload:
+        return  # creating a session is the one allowed change
+    hv = {"mcp-protocol-version": pv, "mcp-method": method, "mcp-name": name, "accept": accept or None}
+    asyncio.run(_one(fuzz_app, payload, hv, session))
+
+
+async def test_depth_limit() -> None:
+    async with McpTestClient(example_app(max_json_depth=16), initialize=False) as c:
+        deep: Any = 1
+        for _ in range(40):
+            deep = [deep]
+        r = await c.post({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": deep}})
+        assert r.status_code == 400 and "nested deeper" in r.json()["error"]["message"]
+        r = await c.post(b"[" * 5000 + b"]" * 5000)
+        assert r.status_code == 400
+
+
+async def test_abandoned_sessions_never_lock_new_clients_out() -> None:
+    app = example_app(max_sessions=20_000)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "x", "version": "1"}}}
+    async with McpTestClient(app, initialize=False) as c:
+        h = c.headers()
+        for _ in range(20_000):
+            r = await c.post(init, h)
+            assert r.status_code == 200
+        assert await app.sessions.count() == 20_000
+        start = time.monotonic()
+        async with McpTestClient(app) as fresh:
+            assert await fresh.list_tools()
+        assert time.monotonic() - start < 1.0
+        assert await app.sessions.count() == 20_000
+
+
+@pytest.mark.slow
+async def test_sigterm_under_load_drains_within_five_seconds() -> None:
+    with run_server(env={"MCP_LOG_LEVEL": "warning"}) as url:
+        proc = PROCESSES[url]
+        results: list[Any] = []
+        stop = asyncio.Event()
+
+        async def worker(c: McpTestClient) -> None:
+            while not stop.is_set():
+                try:
+                    params = c.envelope({"name": "search", "arguments": {"query": "red"}})
+                    r = await c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params},
+                                     c.headers("tools/call", params))
+                    results.append(r.status_code)
+                except httpx.HTTPError as exc:  # a connection refused after the listener closed
+                    results.append(type(exc).__name__)
+                    return
+
+        async with McpTestClient(url=url, era="modern") as c, McpTestClient(url=url) as legacy:
+            resp, _events = await legacy.open_stream()  # a GET stream must not hold the shutdown
+            tasks = [asyncio.create_task(worker(c)) for _ in range(8)]
+            await asyncio.sleep(1.0)
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.to_thread(proc.wait, 10)
+            elapsed = time.monotonic() - sent
+            stop.set()
+            await asyncio.gather(*tasks)
+            await resp.aclose()
+        assert elapsed < 5, elapsed
+        statuses = [r for r in results if isinstance(r, int)]
+        assert statuses and all(s == 200 for s in statuses), set(results)
+        assert "RemoteProtocolError" not in results and "ReadError" not in results
+        assert proc.returncode in (0, -signal.SIGTERM)  # uvicorn re-raises the signal after a clean shutdown
