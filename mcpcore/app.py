@@ -61,6 +61,8 @@ class McpApp:
         path: the MCP endpoint (default ``MCP_HTTP_ENDPOINT_PATH``, ``/mcp``). Mounted under a
             prefix, the app also answers at the mount point itself.
         setup: ``async def setup(app)`` run at startup, after stores are ready.
+        telemetry: a :class:`~mcpcore.telemetry.Telemetry` (or ``True``) to trace and meter calls
+            with OpenTelemetry; default: on when ``OTEL_ENABLED=true``.
     """
 
     def __init__(
@@ -82,6 +84,7 @@ class McpApp:
         cache_hints: Mapping[str, CacheHint] | None = None,
         path: str | None = None,
         setup: Callable[[McpApp], Awaitable[None]] | None = None,
+        telemetry: Any = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env()
         self.session_mode_decl = session_mode or SessionMode()
@@ -124,10 +127,12 @@ class McpApp:
         self.services = ContextServices(log_floor=LEVELS[s.log_level], notify=self.notifier, auth_mode=s.auth_mode,
                                         scope_checks_disabled=s.auth_disable_scope_checks)
         self.authenticator = create_authenticator(s)
+        self.telemetry = self._telemetry(telemetry)
         self.dispatcher = Dispatcher(registry=self.registry, settings=self.settings, server_info=self.server_info,
                                      instructions=instructions, services=self.services, notifier=self.notifier,
                                      cache_hints=dict(cache_hints or {}), sessions=self.sessions,
                                      sealer=RequestStateSealer.from_setting(self.settings.request_state_key))
+        self.dispatcher.telemetry = self.telemetry
         self._http: HttpTransport | None = None
         self._legacy_sse: Any = None
         self._started = False
@@ -165,6 +170,15 @@ class McpApp:
             self.registry.add(f)
             return f
         return deco
+
+    def _telemetry(self, given: Any) -> Any:
+        if given is False or (given is None and not self.settings.otel_enabled):
+            return None
+        from .telemetry import Telemetry
+
+        if isinstance(given, Telemetry):
+            return given
+        return Telemetry(sessions_active=lambda: len(getattr(self.sessions, "_items", ())))
 
     def _evicted(self, session_id: str) -> None:
         self.live.release(session_id)
@@ -215,7 +229,7 @@ class McpApp:
             except Exception as exc:  # keep serving: /readyz reports it and requests get a clear 503
                 log.error("ctx.state storage is unreachable at startup: %s", getattr(exc, "message", exc))
             signer = CursorSigner.from_settings(self.settings.storage_cursor_key, self.settings.request_state_key)
-            self.services.state = StateService(provider, signer)
+            self.services.state = StateService(provider, signer, self.telemetry)
             if self.redis is not None:
                 exit_stack.push_async_callback(self.redis.aclose)
             if self.authenticator is not None:

@@ -140,6 +140,7 @@ class Settings:
     storage_cursor_key: str | None = _env("MCP_STORAGE_CURSOR_KEY", _str, None)
     request_state_key: str | None = _env("MCP_REQUEST_STATE_KEY", _str, None)
     auth_mode: str = _env("MCP_AUTH_MODE", _choice("none", "jwt", "oauth"), "none")
+    otel_enabled: bool = _env("OTEL_ENABLED", _bool, False)
     # Auth (see mcpcore.auth): validated by create_authenticator at startup, not here.
     auth_secret_key: SecretStr | None = _env("MCP_AUTH_SECRET_KEY", _secret, None)  # noqa: RUF009
     jwt_expected_issuer: str | None = _env("MCP_JWT_EXPECTED_ISSUER", _str, None)

@@ -88,6 +88,7 @@ class RequestScope:
     trace_id: str | None = None
     span_id: str | None = None
     transport: str = "http"
+    trace_headers: dict[str, str] | None = None
     error_code: int | None = None
     error_data: dict[str, Any] | None = None
     started: float = field(default_factory=time.time)

@@ -81,6 +81,7 @@ class Dispatcher:
         self.notifier = notifier
         self.sessions = sessions
         self.sealer = sealer
+        self.telemetry: Any = None
         self.cache_hints = {m: CacheHint(0, "private") for m in CACHEABLE}
         self.cache_hints.update(cache_hints or {})
         self.closing = Closing()

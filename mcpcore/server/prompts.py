@@ -59,7 +59,10 @@ async def get_prompt(d: Dispatcher, params: dict[str, Any], scope: RequestScope)
             out["description"] = p.description
         return out
 
-    return await run_rounds(d, scope, operation, attempt)
+    if d.telemetry is None:
+        return await run_rounds(d, scope, operation, attempt)
+    with d.telemetry.execution(f"prompt_generation:{name}", scope, {"mcp.prompt.name": name}):
+        return await run_rounds(d, scope, operation, attempt)
 
 
 async def complete(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:

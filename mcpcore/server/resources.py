@@ -78,7 +78,10 @@ async def read_resource(d: Dispatcher, params: dict[str, Any], scope: RequestSco
             out["cacheScope"] = res.cache_hint.scope
         return out
 
-    return await run_rounds(d, scope, uri, attempt)
+    if d.telemetry is None:
+        return await run_rounds(d, scope, uri, attempt)
+    with d.telemetry.execution(f"resource_read:{res.name}", scope, {"mcp.resource.uri": uri}):
+        return await run_rounds(d, scope, uri, attempt)
 
 
 async def subscribe(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:

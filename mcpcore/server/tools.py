@@ -96,6 +96,20 @@ async def call_tool(d: Dispatcher, params: dict[str, Any], scope: RequestScope) 
             err = classify_and_log(exc, operation, scope.request_id)
             return tool_error_result(err, tool.errors, scope.request_id)
 
+    tel = d.telemetry
+    if tel is None:
+        return await _rounds(d, scope, operation, attempt, tool)
+    with tel.tool_call(name, scope) as report:
+        try:
+            result = await _rounds(d, scope, operation, attempt, tool)
+        except BaseException:
+            report(True)
+            raise
+        report(bool(result.get("isError")))
+        return result
+
+
+async def _rounds(d: Dispatcher, scope: RequestScope, operation: str, attempt: Any, tool: Any) -> dict[str, Any]:
     try:
         return await run_rounds(d, scope, operation, attempt)
     except McpError as exc:

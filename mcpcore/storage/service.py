@@ -4,6 +4,7 @@ checks and signed cursors. Providers only ever see validated keys and JSON bytes
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -147,9 +148,13 @@ class CursorSigner:
 class StateService:
     """Validates and serialises, then calls a provider; shared by every ``ctx.state``."""
 
-    def __init__(self, provider: StorageProvider, signer: CursorSigner) -> None:
+    def __init__(self, provider: StorageProvider, signer: CursorSigner, telemetry: Any = None) -> None:
         self.provider = provider
         self.signer = signer
+        self.telemetry = telemetry
+
+    def _span(self, op: str) -> Any:
+        return self.telemetry.storage(op) if self.telemetry is not None else contextlib.nullcontext()
 
     @staticmethod
     def _tenant(tenant: str | None) -> str:
@@ -160,7 +165,8 @@ class StateService:
         return tenant
 
     async def get(self, tenant: str | None, key: str, model: Any = None) -> Any:
-        raw = await self.provider.get(self._tenant(tenant), validate_key(key))
+        with self._span("get"):
+            raw = await self.provider.get(self._tenant(tenant), validate_key(key))
         if raw is None:
             return None
         return _validate(decode_value(raw), model, key)
@@ -169,13 +175,16 @@ class StateService:
         t = self._tenant(tenant)
         validate_key(key)
         _check_ttl(ttl)
-        await self.provider.set(t, key, encode_value(value), ttl)
+        with self._span("set"):
+            await self.provider.set(t, key, encode_value(value), ttl)
 
     async def delete(self, tenant: str | None, key: str) -> bool:
-        return await self.provider.delete(self._tenant(tenant), validate_key(key))
+        with self._span("delete"):
+            return await self.provider.delete(self._tenant(tenant), validate_key(key))
 
     async def take(self, tenant: str | None, key: str, model: Any = None) -> Any:
-        raw = await self.provider.take(self._tenant(tenant), validate_key(key))
+        with self._span("take"):
+            raw = await self.provider.take(self._tenant(tenant), validate_key(key))
         if raw is None:
             return None
         return _validate(decode_value(raw), model, key)
@@ -184,7 +193,8 @@ class StateService:
         t = self._tenant(tenant)
         for k in _keys(keys):
             validate_key(k)
-        raw = await self.provider.get_many(t, list(dict.fromkeys(keys)))
+        with self._span("get_many"):
+            raw = await self.provider.get_many(t, list(dict.fromkeys(keys)))
         return {k: decode_value(v) for k, v in raw.items()}
 
     async def set_many(self, tenant: str | None, entries: Mapping[str, Any] | Iterable[tuple[str, Any]],
@@ -194,13 +204,17 @@ class StateService:
         items = dict(entries.items() if isinstance(entries, Mapping) else entries)
         encoded = {validate_key(k): encode_value(v) for k, v in items.items()}
         if encoded:
-            await self.provider.set_many(t, encoded, ttl)
+            with self._span("set_many"):
+                await self.provider.set_many(t, encoded, ttl)
 
     async def delete_many(self, tenant: str | None, keys: Sequence[str]) -> int:
         t = self._tenant(tenant)
         for k in _keys(keys):
             validate_key(k)
-        return await self.provider.delete_many(t, list(dict.fromkeys(keys))) if keys else 0
+        if not keys:
+            return 0
+        with self._span("delete_many"):
+            return await self.provider.delete_many(t, list(dict.fromkeys(keys)))
 
     async def list(self, tenant: str | None, prefix: str = "", cursor: str | None = None,
                    limit: int | None = None) -> dict[str, Any]:
@@ -211,7 +225,8 @@ class StateService:
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             raise _invalid(f"List limit must be an integer from 1 to {MAX_LIMIT}.")
         after = self.signer.decode(t, prefix, cursor) if cursor is not None else None
-        items, more = await self.provider.list(t, prefix, after, limit)
+        with self._span("list"):
+            items, more = await self.provider.list(t, prefix, after, limit)
         page: dict[str, Any] = {"items": [{"key": k, "value": decode_value(v)} for k, v in items]}
         if more and items:
             page["cursor"] = self.signer.encode(t, prefix, items[-1][0])

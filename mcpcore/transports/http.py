@@ -194,7 +194,7 @@ class HttpTransport:
         method = msg["method"]
         params = msg.get("params") or {}
         rscope = RequestScope(method=method, jsonrpc_id=rid, era=Era.MODERN, services=self.rt.services,
-                              auth=headers.auth, tenant_id=self._tenant(headers))
+                              auth=headers.auth, tenant_id=self._tenant(headers), trace_headers=_trace(headers))
         try:
             env = read_envelope(params) if "_meta" in params and type(params["_meta"]) is dict and \
                 META_PROTOCOL_VERSION in params["_meta"] else None
@@ -370,7 +370,7 @@ class HttpTransport:
             client_capabilities=caps, client_info=info, client_log_level=level,
             progress_token=token if type(token) in (str, int) else None, meta=meta,
             input_responses=ir if type(ir) is dict else None, request_state=rs if type(rs) is str else None,
-            auth=headers.auth, tenant_id=self._tenant(headers),
+            auth=headers.auth, tenant_id=self._tenant(headers), trace_headers=_trace(headers),
         )
 
     def _sink(self, record: SessionRecord | None, stream_id: str | None = None) -> StreamSink | None:
@@ -657,6 +657,16 @@ class HttpTransport:
 
 
 STANDALONE = "g"
+
+
+def _trace(headers: dict[str, str]) -> dict[str, str] | None:
+    tp = headers.get("traceparent")
+    if tp is None:
+        return None
+    out = {"traceparent": tp}
+    if "tracestate" in headers:
+        out["tracestate"] = headers["tracestate"]
+    return out
 
 
 def deliver_route(live: Any, event: dict[str, Any]) -> bool:
