@@ -1,0 +1,63 @@
+"""``run_tool_contract``: call one tool through the production path, without a server."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..config import Settings
+from ..context import AuthInfo, ContextServices, NullOutbound, RequestScope
+from ..definitions.tools import TOOL_ATTR, ToolDefinition
+from ..errors import McpError
+from ..protocol.versions import LATEST_LEGACY, MODERN_VERSIONS, Era
+from ..server.dispatcher import Dispatcher
+from ..server.notify import Notifier
+from ..server.registry import Registry
+from ..server.results import error_payload
+from ..server.tools import call_tool
+
+__all__ = ["run_tool_contract"]
+
+
+async def run_tool_contract(
+    definition: Any,
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    auth: AuthInfo | None = None,
+    tenant_id: str | None = "default",
+    client_capabilities: dict[str, Any] | None = None,
+    input_responses: dict[str, Any] | None = None,
+    request_state: str | None = None,
+    modern: bool = False,
+    services: ContextServices | None = None,
+) -> dict[str, Any]:
+    """The ``CallToolResult`` (or ``input_required`` result) a client would receive.
+
+    Arguments are validated, the declared error contract fills recovery hints, enrichment and
+    collected content are merged, exactly as in production. Protocol-level refusals (``-32021``,
+    an invalid request state) come back as ``{"error": {...}}``.
+    """
+    tool: ToolDefinition = getattr(definition, TOOL_ATTR, definition)
+    if not isinstance(tool, ToolDefinition):
+        raise TypeError("run_tool_contract needs a @tool function or a ToolDefinition")
+    from ..bus.memory import LocalBus
+    from ..testing.mock import create_mock_context
+
+    registry = Registry()
+    registry.add(tool)
+    svc = services or create_mock_context()._scope.services
+    settings = Settings.from_env({}, auth_mode="jwt" if auth is not None else "none")
+    dispatcher = Dispatcher(registry=registry, settings=settings, server_info={"name": "contract", "version": "0"},
+                            instructions=None, services=svc, notifier=Notifier(LocalBus()))
+    scope = RequestScope(method="tools/call", jsonrpc_id="contract", era=Era.MODERN if modern else Era.LEGACY,
+                         protocol_version=MODERN_VERSIONS[0] if modern else LATEST_LEGACY, services=svc,
+                         outbound=NullOutbound(), auth=auth, tenant_id=tenant_id,
+                         client_capabilities=client_capabilities if client_capabilities is not None else {},
+                         input_responses=input_responses, request_state=request_state, transport="test")
+    params: dict[str, Any] = {"name": tool.name}
+    if arguments is not None:
+        params["arguments"] = dict(arguments)
+    try:
+        return await call_tool(dispatcher, params, scope)
+    except McpError as exc:
+        return {"error": error_payload(exc, tool.errors, scope.request_id)}
