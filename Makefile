@@ -31,6 +31,7 @@ run-stdio: $(STAMP)
 	$(PY) -m mcpcore run examples.everything:app --transport stdio
 
 test: $(STAMP)
+	$(PY) -m tests.tools.ensure_system
 	$(PY) -m tests.tools.ensure_node
 	$(PY) -m pytest -q
 

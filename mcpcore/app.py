@@ -63,6 +63,8 @@ class McpApp:
         setup: ``async def setup(app)`` run at startup, after stores are ready.
         telemetry: a :class:`~mcpcore.telemetry.Telemetry` (or ``True``) to trace and meter calls
             with OpenTelemetry; default: on when ``OTEL_ENABLED=true``.
+        landing: serve the landing page (``GET /``) and server card (``/.well-known/mcp.json``);
+            default: on for a standalone app, off when mounted under a prefix.
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class McpApp:
         path: str | None = None,
         setup: Callable[[McpApp], Awaitable[None]] | None = None,
         telemetry: Any = None,
+        landing: bool | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env()
         self.session_mode_decl = session_mode or SessionMode()
@@ -128,6 +131,7 @@ class McpApp:
                                         scope_checks_disabled=s.auth_disable_scope_checks)
         self.authenticator = create_authenticator(s)
         self.telemetry = self._telemetry(telemetry)
+        self.landing = landing
         self.dispatcher = Dispatcher(registry=self.registry, settings=self.settings, server_info=self.server_info,
                                      instructions=instructions, services=self.services, notifier=self.notifier,
                                      cache_hints=dict(cache_hints or {}), sessions=self.sessions,
@@ -348,6 +352,9 @@ class McpApp:
                 await _plain_json(send, 200, {"status": "ok"})
             elif self.authenticator is not None and path in metadata_routes(self.settings, self.path):
                 await self._protected_resource_metadata(scope, send)
+            elif path in ("/", "/.well-known/mcp.json") and scope["method"] == "GET" and (
+                    self.landing if self.landing is not None else not root):
+                await self._describe(scope, send, path)
             elif path == "/readyz" and scope["method"] == "GET":
                 ready, checks = await self.readiness()
                 await _plain_json(send, 200 if ready else 503, {"status": "ready" if ready else "unavailable",
@@ -358,6 +365,23 @@ class McpApp:
             await self._lifespan(receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1008})
+
+    async def _describe(self, scope: Scope, send: Send, path: str) -> None:
+        from .landing import landing_page, server_card
+
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        base = f"{scope.get('scheme', 'http')}://{headers.get('host', 'localhost')}{scope.get('root_path', '')}"
+        if path == "/":
+            body = landing_page(self, base).encode()
+            h = [(b"content-type", b"text/html; charset=utf-8"),
+                 (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'"),
+                 (b"x-content-type-options", b"nosniff")]
+        else:
+            body = _json.dumps(server_card(self, base))
+            h = [(b"content-type", b"application/json"), (b"cache-control", b"public, max-age=300")]
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [*h, (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
 
     async def _protected_resource_metadata(self, scope: Scope, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
