@@ -1,0 +1,288 @@
+"""Definitions that are each wrong in exactly one way: one finding per lint rule.
+
+    .venv/bin/python -m mcpcore lint tests.lint.broken_defs:app
+
+Everything else about each definition is clean, so the report of ``app`` is exactly one finding
+for every rule except ``name-unique`` (an app's registry cannot hold two tools of one name: lint
+``DUPLICATE_NAME`` beside ``app``'s tools with ``lint_definitions``) and the strict-only
+``schema-no-defs``. A few rules guard against what the decorators already refuse; those
+definitions are built normally and then altered with ``dataclasses.replace``, as a generator
+of definitions could.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, HttpUrl
+
+from mcpcore import ErrorContract, JsonRpcErrorCode, McpApp, Settings, TextContent, prompt, resource, tool
+from mcpcore.definitions.tools import ToolDefinition, build_tool
+from mcpcore.lint import lint_ignore
+
+RECOVERY = "Check the identifier and call the tool again."
+
+
+def _greeting(who: Annotated[str, Field(description="Who to greet")]) -> str:
+    """Greet someone by their name."""
+    return f"Hello {who}"
+
+
+def _handmade(fn: Any, **changes: Any) -> ToolDefinition:
+    return dataclasses.replace(build_tool(fn), **changes)
+
+
+# -- descriptions and names -------------------------------------------------------------------------
+
+@tool(description="TODO")
+def placeholder_description() -> str:  # description-specific
+    return "ok"
+
+
+@tool
+def get_user_profile(user_id: Annotated[str, Field(description="The user's id")]) -> str:
+    """Look up a user's profile by id."""
+    return user_id
+
+
+@tool
+def getUserProfile(user_id: Annotated[str, Field(description="The user's id")]) -> str:  # name-collision
+    """Look up a user's profile, the camelCase way."""
+    return user_id
+
+
+@tool(name="users.lookup")  # tool-name-portable
+def users_lookup(user_id: Annotated[str, Field(description="The user's id")]) -> str:
+    """Look up users by their id."""
+    return user_id
+
+
+BAD_NAME = _handmade(_greeting, name="greet someone")  # name-format
+
+DUPLICATE_NAME = _handmade(_greeting, name="get_user_profile")  # name-unique (with lint_definitions)
+
+# -- schemas ----------------------------------------------------------------------------------------
+
+@tool
+def scale_series(
+    ratio: Annotated[float, Field(description="Scale factor; unbounded by default")] = float("inf"),
+) -> str:  # schema-serializable: the default is Infinity
+    """Scale a series by a ratio."""
+    return str(ratio)
+
+
+@tool
+def fetch_page(homepage: Annotated[HttpUrl, Field(description="Page to fetch")]) -> str:  # schema-format-portability
+    """Fetch a web page and return its title."""
+    return str(homepage)
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"] = Field(description="Always 'cat'")
+    lives: int = Field(description="Lives left")
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"] = Field(description="Always 'dog'")
+    good: bool = Field(description="Whether the dog is good")
+
+
+@tool
+def adopt_pet(
+    pet: Annotated[Cat | Dog, Field(discriminator="kind", description="The pet to adopt")],
+) -> str:  # schema-no-discriminator-keyword
+    """Adopt a cat or a dog."""
+    return pet.kind
+
+
+@tool
+def store_extra(
+    extra: Annotated[Any | None, Field(description="Anything to store")] = None,
+) -> str:  # schema-anyof-needs-type
+    """Store an arbitrary value for later."""
+    return repr(extra)
+
+
+DRAFT_07 = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {"query": {"type": "string", "description": "What to search for"}},
+    "required": ["query"],
+}
+
+
+@tool(input_schema=DRAFT_07)
+def legacy_search(query: str) -> str:  # schema-dialect-tag
+    """Search with a hand-written draft-07 schema."""
+    return query
+
+
+@tool
+def undescribed_input(
+    city: str,
+    country: Annotated[str, Field(description="ISO country code")] = "NL",
+) -> str:  # input-field-description
+    """Look up the weather in a city."""
+    return f"{city}, {country}"
+
+
+class Forecast(BaseModel):
+    summary: str = Field(description="One-line summary")
+    temp_c: float
+
+
+@tool
+def forecast(city: Annotated[str, Field(description="City name")]) -> Forecast:  # output-field-description
+    """Forecast tomorrow's weather in a city."""
+    return Forecast(summary=f"Sunny in {city}", temp_c=21.0)
+
+
+# -- error contracts --------------------------------------------------------------------------------
+
+HANDMADE_CONTRACTS = _handmade(
+    _greeting, name="greet_with_contracts",
+    errors=(
+        ErrorContract("NotSnake", JsonRpcErrorCode.NotFound, "Nobody by that name", RECOVERY),  # error-reason-format
+        ErrorContract("busy", JsonRpcErrorCode.RateLimited, "Too many greetings", RECOVERY),
+        ErrorContract("busy", JsonRpcErrorCode.RateLimited, "Too many greetings", RECOVERY),  # error-reason-unique
+        ErrorContract("no_when", JsonRpcErrorCode.Conflict, "", RECOVERY),  # error-when-required
+    ),
+)
+
+
+@tool(errors=[ErrorContract("upstream_down", JsonRpcErrorCode.ServiceUnavailable, "The upstream is down", RECOVERY)])
+def ping_upstream() -> str:
+    """Ping the upstream service once."""
+    return "pong"
+
+
+@tool(errors=[ErrorContract("upstream_down", JsonRpcErrorCode.Timeout, "The upstream is slow", RECOVERY)])
+def probe_upstream() -> str:  # error-reason-consistent: same reason, another code
+    """Probe the upstream service health."""
+    return "ok"
+
+
+@tool(errors=[ErrorContract("locked", JsonRpcErrorCode.Conflict, "The record is locked", "Try again.")])
+def edit_record(record_id: Annotated[str, Field(description="Record id")]) -> str:  # error-recovery-min-words
+    """Edit a record in place."""
+    return record_id
+
+
+@tool(errors=[ErrorContract("quota", -32050, "The quota is used up", "Wait until midnight UTC, then call again.")])
+def spend_quota() -> str:  # error-code-reserved
+    """Spend one unit of the quota."""
+    return "spent"
+
+
+# -- enrichment -------------------------------------------------------------------------------------
+
+class Names(BaseModel):
+    names: list[str] = Field(description="Matching names")
+
+
+class Echo(BaseModel):
+    effectiveQuery: str | None = None
+
+
+@tool(enrichment=Echo)
+def find_names(query: Annotated[str, Field(description="Name prefix")]) -> Names:  # enrichment-field-description
+    """Find names starting with a prefix."""
+    return Names(names=[query])
+
+
+class Totals(BaseModel):
+    totalCount: int | None = Field(default=None, description="Total matches")
+
+
+@tool(enrichment=Totals, enrichment_trailer={"totl": {"label": "Total"}})
+def count_names(query: Annotated[str, Field(description="Name prefix")]) -> Names:  # enrichment-trailer-unknown-field
+    """Count names starting with a prefix."""
+    return Names(names=[query])
+
+
+@tool
+def list_names(
+    limit: Annotated[int, Field(description="Most names to return")] = 10,
+) -> Names:  # capped-list-no-truncation
+    """List known names, capped at a limit."""
+    return Names(names=["ada", "grace"][:limit])
+
+
+# -- format parity ----------------------------------------------------------------------------------
+
+class Person(BaseModel):
+    name: str = Field(description="Full name")
+    email: str = Field(description="Email address")
+
+
+@tool(format=lambda p: [TextContent(text=f"**{p.name}**")])
+def show_person(person_id: Annotated[str, Field(description="Person id")]) -> Person:  # format-parity: email
+    """Show a person's name and email address."""
+    return Person(name=person_id, email=f"{person_id}@example.com")
+
+
+@tool(format=lambda n: [TextContent(text=f"{n.names[0]} and {n.names[1]}")])
+def first_two_names() -> Names:  # format-parity-threw: assumes two names
+    """Return the first two known names."""
+    return Names(names=["ada", "grace"])
+
+
+Deep = dict[str, dict[str, dict[str, dict[str, dict[str, dict[str, dict[str, dict[str, str]]]]]]]]
+
+
+class Tree(BaseModel):
+    tree: Deep = Field(description="A deeply nested mapping")
+
+
+@tool(format=lambda t: [TextContent(text=repr(t))])
+def deep_tree() -> Tree:  # format-parity-depth-limit
+    """Return a very deeply nested mapping."""
+    return Tree(tree={})
+
+
+# -- annotations, resources, prompts, suppressions --------------------------------------------------
+
+@tool(annotations={"read_only_hint": True, "destructive_hint": True})
+def purge_cache() -> str:  # annotation-coherence
+    """Purge the whole response cache."""
+    return "purged"
+
+
+@resource("https://status.example.com/health", name="status.example.com", mime_type="application/json",
+          description="Health of the status service")
+def status_health() -> dict[str, str]:  # resource-name-not-uri
+    return {"status": "ok"}
+
+
+@resource("notes://readme", description="The notes service readme")
+def notes_readme() -> str:  # resource-mime-type
+    return "Read me."
+
+
+@resource("notes://{note_id}", mime_type="text/markdown", description="One note, by id")
+def note(note_id: str) -> str:  # resource-template-list
+    return f"note {note_id}"
+
+
+@resource("notes://changelog", mime_type="text/markdown")
+def notes_changelog() -> str:  # description-required (a warning for resources)
+    return "Nothing yet."
+
+
+@prompt
+def summarize(text: str) -> str:  # prompt-argument-description
+    """Summarise a text in three bullet points."""
+    return f"Summarise: {text}"
+
+
+@lint_ignore("no-such-rule")
+@tool
+def stale_suppression() -> str:  # lint-ignore-stale
+    """Return a constant greeting string."""
+    return "hi"
+
+
+app = McpApp("broken", "0.0.1", settings=Settings.from_env({}))
+app.include(sys.modules[__name__], BAD_NAME, HANDMADE_CONTRACTS)
