@@ -14,7 +14,7 @@ help:
 	@echo "make test       run the whole suite (creates .venv when missing)"
 	@echo "make lint       ruff;  make typecheck: mypy --strict on mcpcore/"
 	@echo "make conformance  official conformance suites against the example server"
-	@echo "make bench      side-by-side benchmark;  make bench-smoke: a few seconds of it"
+	@echo "make bench      side-by-side benchmark (BENCH_ARGS='--duration 5');  make bench-smoke: a few seconds of it"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,14 @@ typecheck: $(STAMP)
 conformance: $(STAMP)
 	$(PY) -m tests.tools.ensure_node
 	$(PY) -m pytest -q tests/conformance
+
+bench: $(STAMP)
+	$(PY) -m tests.tools.ensure_system
+	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
+bench-smoke: $(STAMP)
+	$(PY) -m tests.tools.ensure_system
+	$(PY) -m benchmarks.run --smoke
 
 fuzz: $(STAMP)
 	MCPCORE_FUZZ_EXAMPLES=$${MCPCORE_FUZZ_EXAMPLES:-100000} $(PY) -m pytest -q -p no:randomly tests/test_hostile.py -k fuzzed --timeout 0

@@ -1,0 +1,1 @@
+"""The side-by-side benchmark harness (``python -m benchmarks.run``); see README.md."""

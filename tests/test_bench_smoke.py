@@ -1,0 +1,15 @@
+"""The benchmark harness still works end to end (``make bench-smoke``): every server module it
+starts in the project's virtualenv answers the echo call, with wrk loads of a second."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.run import smoke
+
+
+@pytest.mark.slow
+def test_bench_smoke(tmp_path: Path) -> None:
+    assert smoke(tmp_path) == 0
