@@ -11,6 +11,7 @@ from typing import Any
 
 from . import _json
 from ._version import __version__
+from .asgi_types import Receive, Scope, Send
 from .auth import PRM_CACHE_CONTROL, create_authenticator, metadata_routes, protected_resource_metadata
 from .bus.memory import LocalBus
 from .config import SessionMode, Settings
@@ -35,9 +36,6 @@ __all__ = ["McpApp"]
 
 log = logging.getLogger("mcpcore.app")
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class McpApp:
@@ -65,6 +63,9 @@ class McpApp:
             with OpenTelemetry; default: on when ``OTEL_ENABLED=true``.
         landing: serve the landing page (``GET /``) and server card (``/.well-known/mcp.json``);
             default: on for a standalone app, off when mounted under a prefix.
+        expose_stateless_session_id: under ``MCP_SESSION_MODE=stateless``, give each 2025-era
+            request a fresh ``ctx.session_id`` (it changes every request) instead of ``None``;
+            default ``MCP_EXPOSE_STATELESS_SESSION_ID``.
     """
 
     def __init__(
@@ -88,8 +89,11 @@ class McpApp:
         setup: Callable[[McpApp], Awaitable[None]] | None = None,
         telemetry: Any = None,
         landing: bool | None = None,
+        expose_stateless_session_id: bool | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env()
+        self.expose_stateless_session_id = self.settings.expose_stateless_session_id \
+            if expose_stateless_session_id is None else expose_stateless_session_id
         self.session_mode_decl = session_mode or SessionMode()
         self.server_info: dict[str, Any] = {"name": name, "version": version}
         for key, value in (("title", title), ("description", description), ("websiteUrl", website_url),
@@ -114,7 +118,8 @@ class McpApp:
             from .sessions.redis_events import RedisEventBuffer
 
             self.bus: Any = RedisBus(self.redis)
-            self.sessions: Any = RedisSessionStore(self.redis, idle_ms=s.session_idle_ms, max_sessions=s.max_sessions)
+            self.sessions: Any = RedisSessionStore(self.redis, idle_ms=s.session_idle_ms, max_sessions=s.max_sessions,
+                                                     max_per_identity=s.max_sessions_per_identity)
             self.events: Any = RedisEventBuffer(self.redis, max_events=s.resumability_max_events,
                                                 ttl_ms=s.resumability_ttl_ms) if s.resumability else None
         else:
@@ -182,7 +187,15 @@ class McpApp:
 
         if isinstance(given, Telemetry):
             return given
-        return Telemetry(sessions_active=lambda: len(getattr(self.sessions, "_items", ())))
+        return Telemetry(sessions_active=self._sessions_active)
+
+    def _sessions_active(self) -> int:
+        """For ``mcp.sessions.active``: the sessions in this process's memory store; with Redis,
+        the sessions this instance is serving now (an open stream or a request in flight), so
+        the instances' values add up without counting the shared store once per instance."""
+        if isinstance(self.sessions, MemorySessionStore):
+            return len(self.sessions)
+        return len(self.live)
 
     def _evicted(self, session_id: str) -> None:
         self.live.release(session_id)
@@ -400,7 +413,8 @@ class McpApp:
         return Runtime(settings=self.settings, dispatcher=self.dispatcher, services=self.services,
                        notifier=self.notifier, bus=self.bus, sessions=self.sessions, live=self.live,
                        session_mode=self.session_mode, server_info=self.server_info, events=self.events,
-                       shared=self.redis is not None, auth=self.authenticator)
+                       shared=self.redis is not None, auth=self.authenticator,
+                       expose_stateless_session_id=self.expose_stateless_session_id)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from ._version import __version__
+from .config import Settings
 from .errors import ConfigurationError
 from .logs import configure_logging
 
@@ -32,11 +33,30 @@ def load_app(target: str) -> Any:
     return obj
 
 
+def _settings(app: Any) -> Settings:
+    """The app's own settings, or the environment's for any other ASGI app (a FastAPI app that
+    mounts an McpApp, say)."""
+    own = getattr(app, "settings", None)
+    return own if isinstance(own, Settings) else Settings.from_env()
+
+
+def _is_mcp_app(app: Any) -> bool:
+    from .app import McpApp
+
+    return isinstance(app, McpApp)
+
+
 def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, reload: bool = False,
           target: str | None = None) -> None:
-    """Serve ``app`` over stdio or HTTP (uvicorn with uvloop and httptools)."""
+    """Serve ``app`` over stdio or HTTP (uvicorn with uvloop and httptools).
+
+    ``app`` is an McpApp or any ASGI app; stdio needs an McpApp.
+    """
+    settings = _settings(app)
     if transport == "stdio":
-        configure_logging(app.settings.log_level)
+        if not _is_mcp_app(app):
+            raise ConfigurationError(f"stdio serves an McpApp, not a {type(app).__name__}")
+        configure_logging(settings.log_level)
         try:
             asyncio.run(app.serve_stdio())
         except KeyboardInterrupt:
@@ -44,8 +64,9 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
         return
     import uvicorn
 
-    configure_logging(app.settings.log_level)
-    _ = app.session_mode
+    configure_logging(settings.log_level)
+    if _is_mcp_app(app):
+        _ = app.session_mode  # a contradictory session configuration fails here, before binding
     options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False,
                                "lifespan": "on", "timeout_graceful_shutdown": 5}
     try:
@@ -62,7 +83,7 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
         uvicorn.run(target, workers=workers, reload=reload, **options)
         return
     server = _draining_server_class()(uvicorn.Config(app, **options))
-    server.mcp_app = app
+    server.mcp_app = app if _is_mcp_app(app) else None
     server.run()
 
 
@@ -150,9 +171,10 @@ def main(argv: list[str] | None = None) -> int:
                             ignore=args.ignore)
     try:
         app = load_app(args.target)
-        transport = args.transport or app.settings.transport
-        serve(app, transport, host=args.host or app.settings.http_host,
-              port=args.port if args.port is not None else app.settings.http_port,
+        settings = _settings(app)
+        transport = args.transport or settings.transport
+        serve(app, transport, host=args.host or settings.http_host,
+              port=args.port if args.port is not None else settings.http_port,
               workers=args.workers, reload=args.reload, target=args.target)
     except ConfigurationError as exc:
         print(f"mcpcore: configuration error: {exc}", file=sys.stderr)

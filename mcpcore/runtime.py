@@ -33,3 +33,4 @@ class Runtime:
     auth: Any = None
     events: Any = None
     shared: bool = False
+    expose_stateless_session_id: bool = False

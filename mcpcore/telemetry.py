@@ -39,7 +39,7 @@ class Telemetry:
         self._sessions = sessions_active
         if sessions_active is not None:
             meter.create_observable_gauge("mcp.sessions.active", callbacks=[self._observe_sessions],
-                                          description="2025-era sessions held by this process")
+                                          description="2025-era sessions this process holds (Redis: is serving now)")
 
     def _observe_sessions(self, options: Any) -> Any:
         from opentelemetry.metrics import Observation

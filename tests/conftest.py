@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -29,3 +30,16 @@ def example_app(**settings: Any) -> McpApp:
 @pytest.fixture
 def make_app() -> Callable[..., McpApp]:
     return example_app
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``REDIS_URL`` when set, else a private ``redis-server`` on a free port (stopped at the end)."""
+    env = os.environ.get("REDIS_URL", "").strip()
+    if env:
+        yield env
+        return
+    from tests.storage.conftest import redis_server
+
+    with redis_server(tmp_path_factory.mktemp("redis") / "redis.log") as (url, _):
+        yield url

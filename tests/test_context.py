@@ -139,6 +139,37 @@ async def test_identity_fields_in_a_real_request() -> None:
         assert seen["session"] is None and seen["caps"] is None
 
 
+async def test_stateless_session_id_is_per_request_when_exposed() -> None:
+    seen: list[str | None] = []
+
+    @tool
+    def who(ctx: Context) -> str:
+        """Doc."""
+        seen.append(ctx.session_id)
+        return "ok"
+
+    by_code = McpApp("t", "1", tools=[who], settings=Settings.from_env({}, session_mode="stateless"),
+                     expose_stateless_session_id=True)
+    by_env = McpApp("t", "1", tools=[who], settings=Settings.from_env(
+        {"MCP_SESSION_MODE": "stateless", "MCP_EXPOSE_STATELESS_SESSION_ID": "true"}))
+    for app in (by_code, by_env):
+        seen.clear()
+        async with McpTestClient(app) as c:
+            assert c.session_id is None  # still no Mcp-Session-Id: nothing is kept between requests
+            await c.call_tool("who")
+            await c.call_tool("who")
+        assert all(s is not None and len(s) == 64 for s in seen) and seen[0] != seen[1]
+    stateful = McpApp("t", "1", tools=[who], settings=Settings.from_env({}), expose_stateless_session_id=True)
+    seen.clear()
+    async with McpTestClient(stateful) as c:
+        await c.call_tool("who")
+        await c.call_tool("who")
+        assert seen == [c.session_id, c.session_id]
+    async with McpTestClient(by_code, era="modern") as c:  # 2026-07-28 has no sessions at all
+        await c.call_tool("who")
+        assert seen[-1] is None
+
+
 async def test_progress_without_a_token_is_a_no_op_and_signal_waits() -> None:
     ctx = create_mock_context()
     await ctx.report_progress(1, 2)

@@ -101,3 +101,25 @@ async def test_off_by_default() -> None:
         await c.call_tool("traced")
     assert SEEN["trace"] is None and SEEN["span"] is None
     assert McpApp("t", "1", settings=Settings.from_env({"OTEL_ENABLED": "true"})).telemetry is not None
+
+
+async def test_sessions_active_counts_the_memory_store_or_what_this_instance_serves(redis_url: str) -> None:
+    """The gauge's source: every session of a memory store; with Redis, the sessions this
+    instance has a stream or a request open for (summed over instances, each counted once)."""
+    memory = McpApp("t", "1", tools=[traced], settings=Settings.from_env({}))
+    await memory.startup()
+    try:
+        async with McpTestClient(memory), McpTestClient(memory):
+            assert memory._sessions_active() == 2
+    finally:
+        await memory.shutdown()
+    shared = McpApp("t", "1", tools=[traced], settings=Settings.from_env(
+        {}, session_store="redis", redis_url=redis_url))
+    await shared.startup()
+    try:
+        async with McpTestClient(shared) as c:
+            assert shared._sessions_active() == 0  # stored in Redis, nothing open here
+            async with c.http.stream("GET", c.url, headers={**c.headers(), "accept": "text/event-stream"}):
+                assert shared._sessions_active() == 1
+    finally:
+        await shared.shutdown()

@@ -104,6 +104,9 @@ async def test_required_enrichment_left_unset_fails_loudly() -> None:
     async with McpTestClient(app_with(lazy)) as c:
         r = await c.call_tool("lazy")
         assert r["isError"] is True
+        error = r["structuredContent"]["error"]
+        assert error["code"] == -32603 and error["data"]["reason"] == "invalid_output"  # the server's fault
+        assert "totalCount" in error["message"]
 
 
 async def test_enrichment_is_a_no_op_without_a_block_and_trailer_renders_all_kinds() -> None:

@@ -103,6 +103,9 @@ class MemorySessionStore:
     async def count(self) -> int:
         return len(self._items)
 
+    def __len__(self) -> int:
+        return len(self._items)
+
     async def sweep(self) -> int:
         now = time.monotonic()
         dead = [sid for sid, r in self._items.items() if now - r.last_seen > self.idle and not self.is_busy(sid)]

@@ -14,11 +14,11 @@ from urllib.parse import unquote
 
 import httpx
 
+from ..asgi_types import Message, Receive, Scope, Send
+
 __all__ = ["StreamingASGITransport"]
 
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 _DETACHED: set[asyncio.Task[None]] = set()
@@ -78,7 +78,7 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         started: asyncio.Future[tuple[int, list[tuple[bytes, bytes]]]] = asyncio.get_running_loop().create_future()
 
-        async def receive() -> dict[str, Any]:
+        async def receive() -> Message:
             nonlocal sent_body
             if not sent_body:
                 sent_body = True
@@ -86,7 +86,7 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
             await gone.wait()
             return {"type": "http.disconnect"}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 if not started.done():
                     started.set_result((message["status"], list(message.get("headers", []))))

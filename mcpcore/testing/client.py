@@ -62,6 +62,10 @@ class McpTestClient:
 
     Notifications received during requests are kept in ``messages``. Requests the server sends
     to the client (2025 era) are answered by ``handlers[method](params)``.
+
+    An app that is not running yet is started on entry and shut down on exit (its lifespan, as a
+    server would run it); start it yourself (``await app.startup()``) to keep it, and its
+    in-memory stores, across several clients.
     """
 
     def __init__(
@@ -98,11 +102,13 @@ class McpTestClient:
         self.init_result: dict[str, Any] | None = None
         self.messages: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
+        self._owns_app = False
         self.http: httpx.AsyncClient
 
     async def __aenter__(self) -> McpTestClient:
         if self.app is not None:
             if hasattr(self.app, "startup"):
+                self._owns_app = not getattr(self.app, "_started", False)
                 await self.app.startup()
             transport: httpx.AsyncBaseTransport = StreamingASGITransport(self.app)
         else:
@@ -114,6 +120,9 @@ class McpTestClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.http.aclose()
+        if self._owns_app:
+            self._owns_app = False
+            await self.app.shutdown()
 
     # -- headers and envelopes ------------------------------------------------------------------
 

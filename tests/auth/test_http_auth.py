@@ -3,8 +3,8 @@ tenants from tokens, identity-bound sessions (memory and Redis), and the officia
 
 from __future__ import annotations
 
+import secrets
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -120,14 +120,6 @@ async def test_session_hijack_is_404_on_the_redis_store(redis_url: str) -> None:
         await app.shutdown()
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from tests.storage.conftest import redis_server
-
-    with redis_server(tmp_path_factory.mktemp("redis") / "log") as (url, _):
-        yield url
-
-
 async def test_official_client_with_a_bearer_token_against_oauth(issuer: Any) -> None:
     import httpx2
     from mcp import Client
@@ -154,3 +146,44 @@ async def test_official_client_with_a_bearer_token_against_oauth(issuer: Any) ->
                           "io.modelcontextprotocol/clientCapabilities": {}}, "name": "catalog_stats"}}
             r = await http.post(url, json=body, headers=h)
             assert r.status_code == 403 and r.json()["error"]["message"] == "Insufficient permissions."
+
+
+async def _open(app: McpApp, sub: str) -> httpx.Response:
+    async with McpTestClient(app, headers=bearer(token(sub=sub)), initialize=False) as c:
+        return await c.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+
+
+async def test_sessions_per_identity_are_capped_on_the_redis_store(redis_url: str) -> None:
+    """Two sessions each; a third for the same identity is refused while the first two are in
+    use (they are evicted only after a minute idle: another instance may be serving them)."""
+    app = jwt_app(session_store="redis", redis_url=redis_url, max_sessions_per_identity=2)
+    carol, dave = f"carol-{secrets.token_hex(4)}", f"dave-{secrets.token_hex(4)}"  # a shared REDIS_URL keeps keys
+    await app.startup()
+    try:
+        first = await _open(app, carol)
+        assert first.status_code == 200
+        assert (await _open(app, carol)).status_code == 200
+        refused = await _open(app, carol)
+        assert refused.status_code == 503
+        assert refused.json()["error"]["data"]["reason"] == "session_capacity"
+        assert (await _open(app, dave)).status_code == 200  # another identity is not affected
+        sid = first.headers["mcp-session-id"]
+        r = await app.redis.delete(app.sessions._key(sid))  # ended elsewhere: its index entry is stale
+        assert r == 1
+        assert (await _open(app, carol)).status_code == 200
+    finally:
+        await app.shutdown()
+
+
+async def test_sessions_per_identity_are_capped_on_the_memory_store() -> None:
+    """In one process the store knows which sessions are idle: the least recently used makes room."""
+    app = jwt_app(max_sessions_per_identity=2)
+    await app.startup()
+    try:
+        ids = [(await _open(app, "erin")).headers["mcp-session-id"] for _ in range(3)]
+        assert await app.sessions.get(ids[0]) is None
+        assert await app.sessions.get(ids[1]) is not None and await app.sessions.get(ids[2]) is not None
+        assert (await _open(app, "frank")).status_code == 200
+    finally:
+        await app.shutdown()

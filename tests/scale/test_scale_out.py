@@ -181,3 +181,30 @@ async def test_redis_restart_gives_503_then_recovers(tmp_path: Path) -> None:
             finally:
                 proc.terminate()
                 proc.wait(10)
+
+
+async def test_get_stream_follows_subscriptions_made_on_other_instances(example: Cluster) -> None:
+    """The GET stream lives on one instance; subscribe and unsubscribe land on others."""
+    a, b, c = example.urls
+    uri = "test://watched-resource"
+    async with RoundRobinClient([b, c]) as rr, McpTestClient(url=c) as actor, \
+            rr.http.stream("GET", a, headers=rr.headers()) as resp:
+        assert resp.status_code == 200
+        events = parse_sse(resp.aiter_lines())
+
+        async def next_note() -> dict[str, Any]:
+            while True:
+                ev = await asyncio.wait_for(events.__anext__(), 10)
+                if ev.get("data"):
+                    return dict(orjson.loads(ev["data"]))
+
+        await rr.request("resources/subscribe", {"uri": uri})
+        await actor.call_tool("update_watched_resource")
+        note = await next_note()
+        assert note == {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+
+        await rr.request("resources/unsubscribe", {"uri": uri})
+        await actor.call_tool("update_watched_resource")  # not delivered: unsubscribed elsewhere
+        await actor.call_tool("test_trigger_tool_change")
+        note = await next_note()
+        assert note["method"] == "notifications/tools/list_changed"

@@ -71,17 +71,6 @@ def redis_server(log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
                 proc.wait()
 
 
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``REDIS_URL`` when set, else a private ``redis-server`` on a free port (stopped at the end)."""
-    env = os.environ.get("REDIS_URL", "").strip()
-    if env:
-        yield env
-        return
-    with redis_server(tmp_path_factory.mktemp("redis") / "redis.log") as (url, _):
-        yield url
-
-
 async def drop_namespace(storage: RedisStorage) -> None:
     """Delete every key of ``storage``'s namespace (safe on a shared server)."""
     client = storage.client
