@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from ..errors import JsonRpcErrorCode, McpError
 
-__all__ = ["NullOutbound", "Outbound"]
+__all__ = ["DiscardOutbound", "NullOutbound", "Outbound"]
 
 
 class Outbound(Protocol):
@@ -39,3 +39,10 @@ class NullOutbound:
 
     async def request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         raise McpError(JsonRpcErrorCode.InvalidRequest, "This connection cannot carry requests to the client.")
+
+
+class DiscardOutbound(NullOutbound):
+    """Drops notifications without keeping them (the default of a scope built without one)."""
+
+    def post(self, message: dict[str, Any]) -> None:
+        return None

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.versions import Era
-from .outbound import NullOutbound, Outbound
+from .outbound import DiscardOutbound, Outbound
 from .signal import CancelSignal
 
 if TYPE_CHECKING:
@@ -61,18 +61,22 @@ class ContextServices:
 
 
 _DEFAULT_SERVICES = ContextServices()
+_NULL_OUTBOUND: Outbound = DiscardOutbound()
 
 
-@dataclass(slots=True, eq=False)
 class RequestScope:
-    """Everything about one request that a handler's context needs."""
+    """Everything about one request that a handler's context needs.
+
+    Built for every request, so it is a plain object: the constructor stores only the fields
+    given (keyword arguments named as below); every other field reads its class default.
+    """
 
     method: str = ""
     jsonrpc_id: str | int | None = None
     era: Era = Era.LEGACY
     protocol_version: str = ""
     services: ContextServices = _DEFAULT_SERVICES
-    outbound: Outbound = field(default_factory=NullOutbound)
+    outbound: Outbound = _NULL_OUTBOUND
     session: Any = None
     session_id: str | None = None
     client_capabilities: dict[str, Any] | None = None
@@ -81,7 +85,7 @@ class RequestScope:
     progress_token: str | int | None = None
     auth: AuthInfo | None = None
     tenant_id: str | None = "default"
-    signal: CancelSignal = field(default_factory=CancelSignal)
+    _signal: CancelSignal | None = None
     meta: dict[str, Any] | None = None
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
@@ -91,8 +95,34 @@ class RequestScope:
     trace_headers: dict[str, str] | None = None
     error_code: int | None = None
     error_data: dict[str, Any] | None = None
-    started: float = field(default_factory=time.time)
+    started: float = 0.0
     _request_id: str | None = None
+
+    def __init__(self, method: str = "", jsonrpc_id: str | int | None = None, era: Era = Era.LEGACY,
+                 services: ContextServices = _DEFAULT_SERVICES, auth: AuthInfo | None = None,
+                 tenant_id: str | None = "default", **fields: Any) -> None:
+        self.method = method
+        self.jsonrpc_id = jsonrpc_id
+        self.era = era
+        self.services = services
+        if auth is not None:
+            self.auth = auth
+        if tenant_id != "default":
+            self.tenant_id = tenant_id
+        self.started = time.time()
+        if fields:
+            self.__dict__.update(fields)
+
+    def __repr__(self) -> str:
+        return f"RequestScope(method={self.method!r}, jsonrpc_id={self.jsonrpc_id!r}, era={self.era.value})"
+
+    @property
+    def signal(self) -> CancelSignal:
+        """Fires when the request is cancelled (created on first use)."""
+        sig = self._signal
+        if sig is None:
+            sig = self._signal = CancelSignal()
+        return sig
 
     @property
     def request_id(self) -> str:

@@ -13,7 +13,7 @@ import anyio.to_thread
 
 from ..errors import ConfigurationError
 
-__all__ = ["NAME_RE", "caller_locals", "check_name", "description_of", "make_caller"]
+__all__ = ["NAME_RE", "caller_locals", "check_name", "description_of", "is_async", "make_caller"]
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 
@@ -58,10 +58,16 @@ def description_of(kind: str, name: str, explicit: str | None, fn: Callable[...,
     return text
 
 
+def is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` returns a coroutine (functions, wrapped functions, async ``__call__``)."""
+    target = inspect.unwrap(fn)
+    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
+        getattr(target, "__call__", None))  # noqa: B004
+
+
 def make_caller(fn: Callable[..., Any]) -> Callable[[dict[str, Any]], Awaitable[Any]]:
     """An async caller for ``fn``: awaited when async, run in a worker thread when sync."""
-    target = inspect.unwrap(fn)
-    if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(getattr(target, "__call__", None)):  # noqa: B004
+    if is_async(fn):
         async def call_async(kwargs: dict[str, Any]) -> Any:
             return await fn(**kwargs)
 

@@ -88,8 +88,7 @@ class ArgsPlan:
     def kwargs(self, validated: BaseModel) -> dict[str, Any]:
         if self.model_param is not None:
             return {self.model_param: validated}
-        d = validated.__dict__
-        return {n: d[n] for n in self.names}
+        return dict(validated.__dict__)  # the synthesised model holds exactly the parameters
 
 
 def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_model: bool = True,
@@ -153,11 +152,14 @@ class OutputPlan:
     wrap: bool
     schema: dict[str, Any]
     inner_schema: dict[str, Any]
+    scalar: type | None = None
 
     def dump(self, value: Any, *, wrap: bool | None = None) -> Any:
         """Validate ``value`` against the declared return type and dump it as JSON data, wrapped
         as ``{"result": ...}`` when the type is not an object (unless ``wrap=False``)."""
-        if self.model is not None and type(value) is self.model:
+        if self.scalar is not None and type(value) is self.scalar:
+            out = value
+        elif self.model is not None and type(value) is self.model:
             out = value.model_dump(mode="json", by_alias=True)
         else:
             out = self.adapter.dump_python(self.adapter.validate_python(value), mode="json", by_alias=True)
@@ -184,4 +186,5 @@ def output_plan(ann: Any, owner: str) -> OutputPlan:
     wrapped: dict[str, Any] = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
     if defs:
         wrapped["$defs"] = defs
-    return OutputPlan(adapter, None, True, wrapped, inner)
+    scalar = ann if ann in (str, int, bool) else None  # their JSON form is the value itself
+    return OutputPlan(adapter, None, True, wrapped, inner, scalar)

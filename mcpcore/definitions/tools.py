@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from ..content import CONTENT_TYPES, ToolResult
 from ..errors import ConfigurationError, ErrorContract, validate_contracts
-from .common import caller_locals, check_name, description_of, make_caller
+from .common import caller_locals, check_name, description_of, is_async, make_caller
 from .schema import ArgsPlan, OutputPlan, args_plan, json_schema, object_schema, output_plan, type_hints
 
 __all__ = ["ToolDefinition", "tool"]
@@ -82,7 +82,8 @@ class ToolDefinition:
     input_schema: dict[str, Any] = field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
     header_params: dict[str, str] = field(default_factory=dict)
-    uses_request_input: bool = False
+    direct: Callable[..., Any] | None = None
+    """The function itself when it is a coroutine function (called without the thread hop)."""
 
     @property
     def unwrapped(self) -> bool:
@@ -219,6 +220,7 @@ def build_tool(
         input_schema=advertised,
         output_schema=output_schema,
         header_params=hparams,
+        direct=fn if is_async(fn) else None,
     )
 
 

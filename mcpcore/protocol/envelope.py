@@ -25,7 +25,7 @@ _B64 = re.compile(r"^=\?base64\?([A-Za-z0-9+/=]*)\?=$")
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Envelope:
     """What a modern request says about itself."""
 
@@ -101,34 +101,40 @@ def _same(header: str, body: Any) -> bool:
     return type(body) is str and header == body
 
 
+_NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
 def check_headers(headers: Mapping[str, str], msg: Mapping[str, Any], version: str,
                   header_params: Mapping[str, str] | None) -> None:
     """Check ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` against
     the body; raises ``-32020`` HeaderMismatch."""
     pv = headers.get("mcp-protocol-version")
-    if pv is None:
-        raise _mismatch("missing MCP-Protocol-Version header")
-    if pv.strip() != version:
-        raise _mismatch(f"MCP-Protocol-Version header value '{pv.strip()}' does not match body value '{version}'")
+    if pv != version:
+        if pv is None:
+            raise _mismatch("missing MCP-Protocol-Version header")
+        if pv.strip() != version:
+            raise _mismatch(f"MCP-Protocol-Version header value '{pv.strip()}' does not match body value '{version}'")
     method = msg["method"]
     hm = headers.get("mcp-method")
-    if hm is None:
-        raise _mismatch("missing Mcp-Method header")
-    if hm.strip() != method:
-        raise _mismatch(f"Mcp-Method header value '{hm.strip()}' does not match body value '{method}'")
+    if hm != method:
+        if hm is None:
+            raise _mismatch("missing Mcp-Method header")
+        if hm.strip() != method:
+            raise _mismatch(f"Mcp-Method header value '{hm.strip()}' does not match body value '{method}'")
     params = msg.get("params") or {}
-    name_field = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(method)
+    name_field = _NAME_FIELD.get(method)
     if name_field is not None:
         hn = headers.get("mcp-name")
         body_name = params.get(name_field)
         if hn is None:
             raise _mismatch("missing Mcp-Name header")
-        try:
-            decoded = decode_header_value(hn.strip())
-        except ValueError:
-            raise _mismatch("Mcp-Name header value is not a valid encoding") from None
-        if decoded != body_name:
-            raise _mismatch(f"Mcp-Name header value '{decoded}' does not match body value '{body_name}'")
+        if hn != body_name or hn.startswith("=?"):
+            try:
+                decoded = decode_header_value(hn.strip())
+            except ValueError:
+                raise _mismatch("Mcp-Name header value is not a valid encoding") from None
+            if decoded != body_name:
+                raise _mismatch(f"Mcp-Name header value '{decoded}' does not match body value '{body_name}'")
     if header_params:
         raw_args = params.get("arguments")
         args: Mapping[str, Any] = raw_args if isinstance(raw_args, dict) else {}

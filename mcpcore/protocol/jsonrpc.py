@@ -68,8 +68,13 @@ def classify_message(msg: object) -> MessageKind:
                          rid if valid_id(rid) else None)
 
 
-def too_deep(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests containers deeper than ``limit`` (checked without recursion)."""
+def too_deep(value: Any, limit: int, raw: bytes | None = None) -> bool:
+    """Whether ``value`` nests containers deeper than ``limit`` (checked without recursion).
+
+    ``raw``, the JSON text, lets the common case skip the walk: with no more than ``limit``
+    opening brackets in it, nothing can nest deeper."""
+    if raw is not None and raw.count(b"{") + raw.count(b"[") <= limit:
+        return False
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
@@ -88,7 +93,8 @@ def too_deep(value: Any, limit: int) -> bool:
 def result_response(request_id: str | int, result: Any) -> bytes:
     """Serialise a result response; ``result`` may be pre-serialised bytes."""
     body = result if type(result) is bytes else _json.dumps(result)
-    return b'{"jsonrpc":"2.0","id":' + _json.dumps(request_id) + b',"result":' + body + b"}"
+    rid = str(request_id).encode() if type(request_id) is int else _json.dumps(request_id)
+    return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (rid, body)
 
 
 def error_response(request_id: str | int | None, error: dict[str, Any]) -> bytes:

@@ -85,6 +85,8 @@ class Dispatcher:
         self.cache_hints = {m: CacheHint(0, "private") for m in CACHEABLE}
         self.cache_hints.update(cache_hints or {})
         self.closing = Closing()
+        self._caps: tuple[int, dict[str, Any]] | None = None
+        self._server_meta = {META_SERVER_INFO: server_info}
         self._list_cache: dict[tuple[Era, str, Any], bytes] = {}
         registry.on_change(self._invalidate)
         self._legacy: dict[str, Handler] = {
@@ -117,6 +119,14 @@ class Dispatcher:
 
     def capabilities(self) -> dict[str, Any]:
         """Server capabilities that match what is registered."""
+        cached = self._caps
+        if cached is not None and cached[0] == self.registry.version:
+            return cached[1]
+        caps = self._capabilities()
+        self._caps = (self.registry.version, caps)
+        return caps
+
+    def _capabilities(self) -> dict[str, Any]:
         r = self.registry
         caps: dict[str, Any] = {"logging": {}}
         if r.prompts or r.templates:
@@ -145,13 +155,14 @@ class Dispatcher:
         gate = self._gates.get(method)
         return gate is None or gate in self.capabilities()
 
-    async def handle(self, msg: dict[str, Any], scope: RequestScope) -> bytes:
-        """Serve one request; always returns a serialised response (result or error)."""
+    async def handle(self, msg: dict[str, Any], scope: RequestScope, *, supported: bool = False) -> bytes:
+        """Serve one request; always returns a serialised response (result or error).
+        ``supported``: the caller already checked that the method is served on this era."""
         rid = msg["id"]
         method = msg["method"]
         params = msg.get("params") or {}
         try:
-            if not self.supports(method, scope.era):
+            if not supported and not self.supports(method, scope.era):
                 raise McpError(JsonRpcErrorCode.MethodNotFound, f"Method not found: {method}")
             if method in self._lists:
                 return await self._list(rid, method, params, scope)
@@ -182,7 +193,7 @@ class Dispatcher:
     def _modern_result(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         result.setdefault("resultType", "complete")
         meta = result.get("_meta")
-        result["_meta"] = {**meta, META_SERVER_INFO: self.server_info} if meta else {META_SERVER_INFO: self.server_info}
+        result["_meta"] = {**meta, META_SERVER_INFO: self.server_info} if meta else self._server_meta
         if method in CACHEABLE and result["resultType"] == "complete" and "ttlMs" not in result:
             hint = self.cache_hints[method]
             result["ttlMs"] = hint.ttl_ms

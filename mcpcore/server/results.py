@@ -93,7 +93,12 @@ def _enrichment(tool: ToolDefinition, ctx: Context | None) -> tuple[dict[str, An
         return {}, {}
     enrich = ctx._enrich if ctx is not None else None
     raw = enrich.fields if enrich is not None else {}
-    model = tool.enrichment.model_validate(raw)
+    try:
+        model = tool.enrichment.model_validate(raw)
+    except ValidationError as exc:  # the handler's omission, not the caller's input
+        missing = sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()})
+        raise McpError(JsonRpcErrorCode.InternalError, f"Tool {tool.name!r} left its enrichment incomplete or "
+                       f"invalid ({', '.join(missing)}).", {"reason": "invalid_output"}, cause=exc) from exc
     dumped = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
     kinds = enrich.kinds if enrich is not None else {}
     return dumped, {k: v for k, v in kinds.items() if k in dumped}
@@ -109,6 +114,20 @@ def tool_success_result(tool: ToolDefinition, value: Any, ctx: Context | None, m
         if ctx is not None and ctx._content is not None and ctx._content.blocks:
             out["content"] = ctx._content.blocks + out["content"]
         return out
+    output = tool.output
+    if (output is not None and ctx is None and tool.format is None and tool.enrichment is None
+            and not tool.returns_content and value is not None
+            and (type(value) is output.scalar or (type(value) is not list and not _is_content(value)))):
+        # The common shape (typed output, no context extras) without the general path's branches.
+        unwrap = modern and tool.unwrapped
+        try:
+            fast = output.dump(value, wrap=not unwrap)
+        except ValidationError as exc:
+            raise McpError(JsonRpcErrorCode.InternalError, f"Tool {tool.name!r} returned output that does not match "
+                           "its declared return type.", {"reason": "invalid_output"}, cause=exc) from exc
+        domain = fast["result"] if output.wrap and not unwrap else fast
+        text = domain if type(domain) is str else _json.dumps_str(domain)
+        return {"content": [{"type": "text", "text": text}], "structuredContent": fast}
     content: list[dict[str, Any]] = []
     if ctx is not None and ctx._content is not None:
         content.extend(ctx._content.blocks)

@@ -57,16 +57,23 @@ async def _ask(scope: RequestScope, key: str, req: InputRequest) -> tuple[str, d
 
 
 async def run_rounds(d: Dispatcher, scope: RequestScope, operation: str,
-                     attempt: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-    """Run ``attempt`` (which calls the handler once) until it returns a result."""
+                     attempt: Callable[[], Awaitable[dict[str, Any]]],
+                     first: InputRequired | None = None) -> dict[str, Any]:
+    """Run ``attempt`` (which calls the handler once) until it returns a result; ``first`` is a
+    question the handler already asked (its first attempt ran)."""
     if scope.request_state is not None and d.sealer is not None:
         scope.request_state = d.sealer.unseal(scope.request_state, operation=operation, **_principal(scope))
     rounds = 0
+    pending = first
     while True:
-        try:
-            return await attempt()
-        except InputRequired as sig:
-            spec = sig.spec
+        if pending is not None:
+            spec = pending.spec
+            pending = None
+        else:
+            try:
+                return await attempt()
+            except InputRequired as sig:
+                spec = sig.spec
         if scope.era is Era.MODERN:
             return _result(d, spec, scope, operation)
         rounds += 1

@@ -45,36 +45,31 @@ async def call_tool(d: Dispatcher, params: dict[str, Any], scope: RequestScope) 
     tool = d.registry.tools.get(name)
     if tool is None:
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown tool: {name}", {"reason": "unknown_tool"})
-    d.check_scopes(tool.auth, scope)
+    if tool.auth:
+        d.check_scopes(tool.auth, scope)
     args = params.get("arguments")
     if args is None:
         args = {}
     elif type(args) is not dict:
         return tool_error_result(_invalid_arguments('"arguments" must be an object.'), (), scope.request_id)
     plan = tool.args
-    keys = plan.field_keys
-    extra = None
-    for k in args:
-        if k not in keys:
-            if k.startswith("_"):
-                continue
-            extra = [k for k in args if k not in keys and not k.startswith("_")]
-            break
-    if extra:
-        return tool_error_result(
-            _invalid_arguments(f"Unknown argument(s): {', '.join(sorted(extra))}.",
-                               [{"path": k, "message": "not an argument of this tool"} for k in sorted(extra)]),
-            (), scope.request_id)
-    if any(k.startswith("_") for k in args):
-        args = {k: v for k, v in args.items() if not k.startswith("_")}
+    stray = args.keys() - plan.field_keys
+    if stray:
+        extra = sorted(k for k in stray if not k.startswith("_"))
+        if extra:
+            return tool_error_result(
+                _invalid_arguments(f"Unknown argument(s): {', '.join(extra)}.",
+                                   [{"path": k, "message": "not an argument of this tool"} for k in extra]),
+                (), scope.request_id)
+        args = {k: v for k, v in args.items() if k not in stray}
     try:
-        validated = plan.model.model_validate(args)
+        validated = plan.model.__pydantic_validator__.validate_python(args)
     except ValidationError as exc:
         issues = _issues(exc)
         first = issues[0] if issues else {"path": "", "message": "invalid"}
         msg = f"Invalid arguments: {first['path'] or 'input'}: {first['message']}"
         return tool_error_result(_invalid_arguments(msg, issues), (), scope.request_id)
-    operation = f"tool:{name}"
+    operation = "tool:" + name
 
     async def attempt() -> dict[str, Any]:
         kwargs = plan.kwargs(validated)
@@ -83,7 +78,8 @@ async def call_tool(d: Dispatcher, params: dict[str, Any], scope: RequestScope) 
             ctx = Context(scope, operation=operation, errors=tool.errors)
             kwargs[plan.ctx_param] = ctx
         try:
-            value = await tool.call(kwargs)
+            direct = tool.direct
+            value = await (direct(**kwargs) if direct is not None else tool.call(kwargs))
             return tool_success_result(tool, value, ctx, scope.era is Era.MODERN)
         except InputRequired:
             raise
@@ -98,6 +94,11 @@ async def call_tool(d: Dispatcher, params: dict[str, Any], scope: RequestScope) 
 
     tel = d.telemetry
     if tel is None:
+        if scope.request_state is None:
+            try:  # the common case: one round, no state to verify
+                return await attempt()
+            except InputRequired as sig:
+                return await _rounds(d, scope, operation, attempt, tool, sig)
         return await _rounds(d, scope, operation, attempt, tool)
     with tel.tool_call(name, scope) as report:
         try:
@@ -109,9 +110,10 @@ async def call_tool(d: Dispatcher, params: dict[str, Any], scope: RequestScope) 
         return result
 
 
-async def _rounds(d: Dispatcher, scope: RequestScope, operation: str, attempt: Any, tool: Any) -> dict[str, Any]:
+async def _rounds(d: Dispatcher, scope: RequestScope, operation: str, attempt: Any, tool: Any,
+                  first: InputRequired | None = None) -> dict[str, Any]:
     try:
-        return await run_rounds(d, scope, operation, attempt)
+        return await run_rounds(d, scope, operation, attempt, first)
     except McpError as exc:
         if exc.code in PROTOCOL_ERRORS or (exc.data or {}).get("reason") == "invalid_request_state":
             raise

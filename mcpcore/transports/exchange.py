@@ -24,13 +24,12 @@ __all__ = ["HttpExchange", "StreamSink", "json_response", "priming_event"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-_JSON = [(b"content-type", b"application/json")]
 
 
 async def json_response(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    h = [*_JSON, (b"content-length", str(len(body)).encode())]
+    h = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     if headers:
-        h = h + headers
+        h += headers
     await send({"type": "http.response.start", "status": status, "headers": h})
     await send({"type": "http.response.body", "body": body})
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
+
+from ..asgi_types import Receive, Scope
 
 __all__ = ["BodyTooLarge", "OriginGuard", "accepts", "read_body"]
 
@@ -31,9 +33,22 @@ class OriginGuard:
         self.origins = {o.rstrip("/").lower() for o in allowed_origins if o != "*"}
         self.hosts = {_hostname(h) for h in allowed_hosts if h != "*"}
         self.any_host = "*" in allowed_hosts
+        self._cache: dict[tuple[Any, str | None, str | None], str | None] = {}
 
-    def check(self, scope: dict[str, Any], host: str | None, origin: str | None) -> str | None:
-        """``None`` when allowed, else a reason."""
+    def check(self, scope: Scope, host: str | None, origin: str | None) -> str | None:
+        """``None`` when allowed, else a reason (remembered per server, Host and Origin)."""
+        server = scope.get("server")
+        key = (server[0] if server else None, host, origin)
+        cache = self._cache
+        if key in cache:
+            return cache[key]
+        reason = self._check(scope, host, origin)
+        if len(cache) > 1024:
+            cache.clear()
+        cache[key] = reason
+        return reason
+
+    def _check(self, scope: Scope, host: str | None, origin: str | None) -> str | None:
         if origin is not None and not self.any_origin:
             o = origin.rstrip("/").lower()
             if o not in self.origins:
@@ -58,10 +73,25 @@ class OriginGuard:
         return f"Host {host!r} is not allowed"
 
 
+_ACCEPT_CACHE: dict[tuple[str, tuple[str, ...]], bool] = {}
+
+
 def accepts(accept: str | None, *types: str) -> bool:
     """Whether an ``Accept`` header admits every one of ``types`` (wildcards honoured)."""
     if accept is None:
         return False
+    key = (accept, types)
+    hit = _ACCEPT_CACHE.get(key)
+    if hit is not None:
+        return hit
+    result = _accepts(accept, types)
+    if len(_ACCEPT_CACHE) > 512:
+        _ACCEPT_CACHE.clear()
+    _ACCEPT_CACHE[key] = result
+    return result
+
+
+def _accepts(accept: str, types: tuple[str, ...]) -> bool:
     ranges = []
     for part in accept.split(","):
         media = part.split(";", 1)[0].strip().lower()
@@ -78,7 +108,7 @@ class BodyTooLarge(Exception):
     pass
 
 
-async def read_body(receive: Callable[[], Awaitable[dict[str, Any]]], limit: int,
+async def read_body(receive: Receive, limit: int,
                     content_length: str | None) -> bytes | None:
     """The request body, counted as it streams; ``None`` when the client disconnected.
 
@@ -91,8 +121,18 @@ async def read_body(receive: Callable[[], Awaitable[dict[str, Any]]], limit: int
                 raise BodyTooLarge
         except ValueError:
             pass
-    chunks: list[bytes] = []
-    size = 0
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        return None
+    if not message.get("more_body", False):
+        body: bytes = message.get("body", b"")
+        if limit and len(body) > limit:
+            raise BodyTooLarge
+        return body
+    chunks: list[bytes] = [message.get("body", b"")]
+    size = len(chunks[0])
+    if limit and size > limit:
+        raise BodyTooLarge
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":

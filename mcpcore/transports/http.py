@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import _json
+from ..asgi_types import Receive, Scope, Send
 from ..auth import AuthError, metadata_url, single_authorization
 from ..context import AuthInfo, RequestScope
 from ..errors import JsonRpcErrorCode, McpError
@@ -41,9 +42,6 @@ __all__ = ["HttpTransport", "deliver_route"]
 
 log = logging.getLogger("mcpcore.transport")
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 _MODERN_STATUS = {
     JsonRpcErrorCode.MethodNotFound: 404,
@@ -54,21 +52,29 @@ _MODERN_STATUS = {
 
 
 class RequestHeaders(dict[str, str]):
-    """A request's headers (lower-cased names) and the identity its token proved, if any."""
+    """The request headers mcpcore reads (lower-cased names), and the identity its token proved."""
 
     auth: AuthInfo | None = None
     authorization: list[str]
 
 
+_READ = {k.encode(): k for k in (
+    "host", "origin", "content-type", "accept", "content-length", "mcp-session-id", "mcp-protocol-version",
+    "mcp-method", "mcp-name", "traceparent", "tracestate", "last-event-id")}
+
+
 def _headers(scope: Scope) -> RequestHeaders:
+    """The headers mcpcore reads, decoded (ASGI servers send names lower-cased)."""
     out = RequestHeaders()
     auths: list[str] = []
     for k, v in scope["headers"]:
-        name = k.decode("latin-1").lower()
-        value = v.decode("latin-1")
-        if name == "authorization":
-            auths.append(value)
-        out[name] = value
+        name = _READ.get(k)
+        if name is not None:
+            out[name] = v.decode("latin-1")
+        elif k.startswith(b"mcp-param-"):
+            out[k.decode("latin-1")] = v.decode("latin-1")
+        elif k == b"authorization":
+            auths.append(v.decode("latin-1"))
     out.authorization = auths
     return out
 
@@ -145,7 +151,7 @@ class HttpTransport:
 
     async def _post(self, scope: Scope, receive: Receive, send: Send, headers: RequestHeaders) -> None:
         ctype = headers.get("content-type", "")
-        if ctype.split(";", 1)[0].strip().lower() != "application/json":
+        if ctype != "application/json" and ctype.split(";", 1)[0].strip().lower() != "application/json":
             await _error(send, 415, JsonRpcErrorCode.InvalidRequest, "Unsupported Media Type: use application/json.")
             return
         if not accepts(headers.get("accept"), "application/json", "text/event-stream"):
@@ -165,7 +171,7 @@ class HttpTransport:
         except _json.JSONDecodeError:
             await _error(send, 400, JsonRpcErrorCode.ParseError, "Parse error: the body is not valid JSON.")
             return
-        if len(body) > self.depth_floor and too_deep(msg, self.max_depth):
+        if len(body) > self.depth_floor and too_deep(msg, self.max_depth, body):
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
                          f"Bad Request: JSON nested deeper than {self.max_depth} levels.")
             return
@@ -193,8 +199,11 @@ class HttpTransport:
         rid = msg["id"]
         method = msg["method"]
         params = msg.get("params") or {}
-        rscope = RequestScope(method=method, jsonrpc_id=rid, era=Era.MODERN, services=self.rt.services,
-                              auth=headers.auth, tenant_id=self._tenant(headers), trace_headers=_trace(headers))
+        rscope = RequestScope(method, rid, Era.MODERN, self.rt.services, headers.auth,
+                              self._tenant(headers) if headers.auth is not None or self.rt.auth is not None
+                              else "default")
+        if "traceparent" in headers:
+            rscope.trace_headers = _trace(headers)
         try:
             env = read_envelope(params) if "_meta" in params and type(params["_meta"]) is dict and \
                 META_PROTOCOL_VERSION in params["_meta"] else None
@@ -233,19 +242,27 @@ class HttpTransport:
         rscope.request_state = rs if type(rs) is str else None
         exchange = HttpExchange(send, [], self.keepalive_s)
         rscope.outbound = exchange
-        task = asyncio.current_task()
-        entry = InFlight(task, rscope.signal)
-        watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, entry))
+        # Closing the stream cancels the request. Watching for that needs a task, which is only
+        # started once the handler actually waits for something: a handler that finishes without
+        # suspending never pays for it.
+        watch = _Watch(receive, rscope, asyncio.current_task())
+        handle = asyncio.get_running_loop().call_soon(watch.start)
         try:
-            body = await self.dispatcher.handle(msg, rscope)
+            body = await self.dispatcher.handle(msg, rscope, supported=True)
         except asyncio.CancelledError:
-            if entry.cancelled and task is not None and task.uncancel() == 0:
+            entry = watch.entry
+            if entry is not None and entry.cancelled and watch.owner is not None and watch.owner.uncancel() == 0:
                 exchange.abandon()
                 return
             raise
         finally:
-            watcher.cancel()
-        status = _MODERN_STATUS.get(rscope.error_code, 200) if rscope.error_code is not None else 200  # type: ignore[call-overload]
+            handle.cancel()
+            if watch.task is not None:
+                watch.task.cancel()
+        if rscope.error_code is None:
+            await exchange.finish(body)
+            return
+        status = _MODERN_STATUS.get(rscope.error_code, 200)  # type: ignore[call-overload]
         override, extra = self._scope_headers(rscope)
         await exchange.finish(body, override or status, extra)
 
@@ -366,12 +383,18 @@ class HttpTransport:
         return RequestScope(
             method=msg["method"], jsonrpc_id=msg["id"], era=Era.LEGACY, protocol_version=version,
             services=self.rt.services, session=record,
-            session_id=record.id if record is not None else None,
+            session_id=record.id if record is not None else self._stateless_id(),
             client_capabilities=caps, client_info=info, client_log_level=level,
             progress_token=token if type(token) in (str, int) else None, meta=meta,
             input_responses=ir if type(ir) is dict else None, request_state=rs if type(rs) is str else None,
             auth=headers.auth, tenant_id=self._tenant(headers), trace_headers=_trace(headers),
         )
+
+    def _stateless_id(self) -> str | None:
+        """Under ``stateless``, a fresh token per request when the app opts in to exposing it
+        (``expose_stateless_session_id``); otherwise no session id, so code that treats
+        ``ctx.session_id`` as durable fails closed."""
+        return new_session_id() if self.mode == "stateless" and self.rt.expose_stateless_session_id else None
 
     def _sink(self, record: SessionRecord | None, stream_id: str | None = None) -> StreamSink | None:
         """Where a stateful session's stream is buffered for resumption (``None``: not resumable)."""
@@ -402,7 +425,7 @@ class HttpTransport:
         """Dispatch with cancellation by ``notifications/cancelled`` on the session."""
         rid = msg["id"]
         task = asyncio.current_task()
-        entry = InFlight(task, rscope.signal)
+        entry = InFlight(task, rscope)
         if live is not None:
             live.inflight[rid] = entry
         try:
@@ -569,14 +592,20 @@ class HttpTransport:
 
     async def _stream(self, receive: Receive, send: Send, record: SessionRecord, live: Live,
                       after: str | None = None) -> None:
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        queue: asyncio.Queue[bytes | dict[str, Any] | None] = asyncio.Queue()
         from ..server.notify import notification_for
+
+        shared = self.rt.shared
 
         def on_event(ev: dict[str, Any]) -> None:
             if ev.get("origin") == record.id:
                 return
-            if ev.get("kind") == "resource" and ev.get("uri") not in record.subscriptions:
-                return
+            if ev.get("kind") == "resource":
+                if shared:
+                    queue.put_nowait(ev)  # subscribed? decided in the loop, against the stored record
+                    return
+                if ev.get("uri") not in record.subscriptions:
+                    return
             note = notification_for(ev)
             if note is not None:
                 queue.put_nowait(_json.dumps(note))
@@ -603,6 +632,12 @@ class HttpTransport:
                 data = getter.result()
                 if data is None:
                     break
+                if type(data) is dict:
+                    note = notification_for(data) if data.get("uri") in await self._subscriptions(record) else None
+                    if note is None:
+                        continue
+                    data = _json.dumps(note)
+                assert type(data) is bytes
                 await writer.write(event(data, await sink.append(data) if sink is not None else None))
         finally:
             gone.cancel()
@@ -611,6 +646,19 @@ class HttpTransport:
             live.get_stream = None
             await writer.close()
             self.rt.live.forget_if_idle(record.id)
+
+    async def _subscriptions(self, record: SessionRecord) -> set[str]:
+        """The session's resource subscriptions as stored now: with a shared store another
+        instance may have served the ``resources/subscribe`` (or ``unsubscribe``) since this
+        stream opened. (The memory store hands out the one record, which is always current.)"""
+        try:
+            fresh = await self.rt.sessions.get(record.id)
+        except Exception:  # the store is unreachable: keep to what this stream knew
+            log.warning("session store unreachable; filtering resource updates on the stream's copy")
+            return record.subscriptions
+        if fresh is not None:
+            record.subscriptions = fresh.subscriptions
+        return record.subscriptions
 
     async def _replay_standalone(self, writer: SseWriter, sink: StreamSink, after: str) -> None:
         """What the standalone stream carried after ``after`` (not followed: it never ends)."""
@@ -711,6 +759,23 @@ async def _until_disconnect(receive: Receive) -> None:
         message = await receive()
         if message["type"] == "http.disconnect":
             return
+
+
+class _Watch:
+    """Starts the disconnect watcher of one request lazily."""
+
+    __slots__ = ("entry", "owner", "receive", "scope", "task")
+
+    def __init__(self, receive: Receive, scope: RequestScope, owner: asyncio.Task[Any] | None) -> None:
+        self.receive = receive
+        self.scope = scope
+        self.owner = owner
+        self.entry: InFlight | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.entry = InFlight(self.owner, self.scope)
+        self.task = asyncio.get_running_loop().create_task(_watch_disconnect(self.receive, self.entry))
 
 
 async def _watch_disconnect(receive: Receive, entry: InFlight) -> None:

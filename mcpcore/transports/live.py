@@ -18,14 +18,19 @@ __all__ = ["InFlight", "Live", "LiveSessions"]
 @dataclass(slots=True, eq=False)
 class InFlight:
     task: asyncio.Task[Any] | None
-    signal: CancelSignal
+    scope: Any
     cancelled: bool = False
+
+    @property
+    def signal(self) -> CancelSignal:
+        sig: CancelSignal = self.scope.signal
+        return sig
 
     def cancel(self, reason: str | None) -> None:
         if self.cancelled:
             return
         self.cancelled = True
-        self.signal.abort(reason)
+        self.scope.signal.abort(reason)
         if self.task is not None and not self.task.done():
             self.task.cancel()
 
@@ -67,6 +72,10 @@ class LiveSessions:
 
     def peek(self, session_id: str) -> Live | None:
         return self._items.get(session_id)
+
+    def __len__(self) -> int:
+        """Sessions with something open in this process (a stream or a request in flight)."""
+        return len(self._items)
 
     def is_busy(self, session_id: str) -> bool:
         live = self._items.get(session_id)

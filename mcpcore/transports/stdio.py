@@ -208,7 +208,7 @@ class MessagePump:
         rs = params.get("requestState")
         rscope.request_state = rs if type(rs) is str else None
         task = asyncio.current_task()
-        entry = InFlight(task, rscope.signal)
+        entry = InFlight(task, rscope)
         self.inflight[rid] = entry
         try:
             body = await self.rt.dispatcher.handle(msg, rscope)
