@@ -255,6 +255,9 @@ class McpApp:
             await self.bus.start()
             exit_stack.push_async_callback(self.bus.close)
             self.bus.subscribe(self._on_route)
+            attach = getattr(self.sessions, "attach", None)
+            if attach is not None:  # the Redis store caches records, kept coherent over the bus
+                exit_stack.callback(attach(self.bus))
             self.dispatcher.closing.reset()
             sweeper = asyncio.get_running_loop().create_task(self._sweep())
             exit_stack.callback(sweeper.cancel)

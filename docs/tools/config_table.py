@@ -38,7 +38,8 @@ MEANINGS: dict[str, str] = {
                         "(sessions on `initialize`, requests without one served sessionless) or `stateless` "
                         "(no sessions). Unset: the code's `SessionMode(default=...)`, itself `auto` by default.",
     "MCP_STATEFUL_SESSION_STALE_TIMEOUT_MS": "Idle time after which a 2025-era session expires; every use "
-                                             "slides it.",
+                                             "slides it (with Redis, each instance extends it at most every "
+                                             "min(timeout/10, 5 s), so it may end up to that much earlier).",
     "MCP_MAX_SESSIONS": "Most open 2025-era sessions; when full, the least recently used idle one makes room, "
                         "and when none can, `initialize` is answered 503.",
     "MCP_MAX_SESSIONS_PER_IDENTITY": "Most sessions one authenticated identity may hold; its least recently "

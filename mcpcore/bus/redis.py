@@ -1,7 +1,9 @@
 """The bus over Redis pub/sub: every instance delivers every event to its local subscribers.
 
 Publishing goes through Redis only (the publishing instance receives its own events back), so
-all instances see the same order. The listener reconnects by itself after Redis restarts.
+all instances see the same order. The listener reconnects by itself after Redis restarts; since
+events published meanwhile are lost, it then *resets*: callbacks registered with
+:meth:`RedisBus.on_reset` (the session cache) drop whatever those events would have corrected.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ __all__ = ["RedisBus"]
 
 log = logging.getLogger("mcpcore.bus")
 
+_UNKNOWN = object()
+
 
 class RedisBus:
     """A :class:`~mcpcore.bus.base.NotificationBus` on one Redis channel."""
@@ -32,12 +36,59 @@ class RedisBus:
         self._local = LocalBus()
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
+        self._resets: list[Callable[[], None]] = []
+        self._conn: Any = None  # the subscribed connection
+        self._stream: Any = None  # its socket reader as of the last reset (a reconnect replaces it)
 
     async def publish(self, event: BusEvent) -> None:
         await guarded(self.r.publish(self.channel, orjson.dumps(event)))
 
     def subscribe(self, callback: Callable[[BusEvent], None]) -> Callable[[], None]:
         return self._local.subscribe(callback)
+
+    def on_reset(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` whenever events may have been missed: the subscription was lost,
+        or was (re-)established (also when redis-py reconnects it by itself). Returns the
+        function that unregisters it."""
+        self._resets.append(callback)
+
+        def remove() -> None:
+            if callback in self._resets:
+                self._resets.remove(callback)
+
+        return remove
+
+    def _reset(self) -> None:
+        for cb in list(self._resets):
+            try:
+                cb()
+            except Exception:
+                log.exception("a bus reset callback failed")
+
+    @property
+    def caught_up(self) -> bool:
+        """Subscribed, on the connection seen at the last reset, with no received event still
+        waiting to be read: every event Redis has delivered to this process so far (as far as
+        the socket buffer shows) has reached the subscribers. Cheap; read on every request."""
+        if not self.connected.is_set():
+            return False
+        reader = getattr(self._conn, "_reader", _UNKNOWN)
+        if reader is _UNKNOWN:  # redis-py without an asyncio stream: rely on connected + resets
+            return self._conn is not None
+        return reader is not None and reader is self._stream and not getattr(reader, "_buffer", None) \
+            and not reader.at_eof()
+
+    def _adopt(self, conn: Any) -> None:
+        """The subscription is (again) in place on ``conn``: reset, then trust its stream."""
+        self._conn = conn
+        self._reset()
+        self._stream = getattr(conn, "_reader", None)
+
+    def _reconnected(self, conn: Any) -> None:
+        """redis-py reconnected the subscribed connection (and re-subscribed) by itself."""
+        if conn is self._conn:
+            log.info("the Redis bus connection was re-established; resetting")
+            self._adopt(conn)
 
     async def start(self) -> None:
         if self._task is None:
@@ -49,8 +100,12 @@ class RedisBus:
         delay = 0.1
         while True:
             pubsub = self.r.pubsub(ignore_subscribe_messages=True)
+            conn: Any = None
             try:
                 await pubsub.subscribe(self.channel)
+                conn = pubsub.connection
+                self._adopt(conn)
+                conn.register_connect_callback(self._reconnected)
                 self.connected.set()
                 delay = 0.1
                 while True:
@@ -69,9 +124,16 @@ class RedisBus:
                 if self.connected.is_set():
                     log.warning("lost the Redis bus connection (%s); reconnecting", type(exc).__name__)
                 self.connected.clear()
+                self._conn = self._stream = None
+                self._reset()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
             finally:
+                self.connected.clear()
+                self._conn = self._stream = None
+                if conn is not None:
+                    with contextlib.suppress(Exception):
+                        conn.deregister_connect_callback(self._reconnected)
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
 
@@ -81,4 +143,5 @@ class RedisBus:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
             self._task = None
+        self._resets.clear()
         await self._local.close()

@@ -1,11 +1,13 @@
-"""Sessions in Redis, shared by every instance: sliding idle expiry, a capacity cap."""
+"""Sessions in Redis, shared by every instance: sliding idle expiry, a capacity cap, and a
+per-instance cache of records kept coherent over the notification bus."""
 
 from __future__ import annotations
 
 import hashlib
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -13,19 +15,34 @@ from ..errors import JsonRpcErrorCode, McpError
 from .base import SessionRecord
 from .memory import SessionCapacityError
 
-__all__ = ["RedisSessionStore", "redis_unavailable"]
+try:  # imported once: ``guarded`` runs on every Redis call
+    from redis.exceptions import ConnectionError as _RedisConnectionError
+    from redis.exceptions import TimeoutError as _RedisTimeoutError
+
+    _UNREACHABLE: tuple[type[BaseException], ...] = (_RedisConnectionError, _RedisTimeoutError, OSError)
+except ImportError:  # pragma: no cover - the redis extra is not installed
+    _UNREACHABLE = (OSError,)
+
+__all__ = ["INVALIDATION_KIND", "InvalidationBus", "RedisSessionStore", "redis_unavailable"]
 
 T = TypeVar("T")
 
+INVALIDATION_KIND = "session"
+"""Bus events ``{"kind": "session", "id": <session id>}``: that record changed or is gone;
+every instance drops its cached copy."""
+
 # Create atomically: the identity's room check, then the global one (each dropping expired index
 # entries first and evicting its least recently used session idle long enough), record, indexes.
+# Each evicted session is announced on the bus channel (when one is given) and returned.
 # KEYS: record, global index, identity index ('' when anonymous).
 # ARGV: record json, idle ms, now ms, max sessions, evict-after ms, record key prefix, id,
-#       max per identity.
+#       max per identity, bus channel ('' for none).
+# Returns {status, evicted id...}: status 1 created, 0 global cap, -1 identity cap.
 _CREATE = """
 local now = tonumber(ARGV[3])
 local idle = tonumber(ARGV[2])
 local prefix = ARGV[6]
+local out = {1}
 local function room(index, cap)
   redis.call('ZREMRANGEBYSCORE', index, '-inf', now - idle)
   if redis.call('ZCARD', index) < cap then return true end
@@ -34,22 +51,42 @@ local function room(index, cap)
   redis.call('ZREM', KEYS[2], oldest[1])
   if index ~= KEYS[2] then redis.call('ZREM', index, oldest[1]) end
   redis.call('DEL', prefix .. oldest[1] .. '}:rec', prefix .. oldest[1] .. '}:events')
+  out[#out + 1] = oldest[1]
+  if ARGV[9] ~= '' then
+    redis.call('PUBLISH', ARGV[9], '{"kind":"session","id":"' .. oldest[1] .. '"}')
+  end
   return true
 end
 if KEYS[3] ~= '' then
   for _, sid in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
     if redis.call('EXISTS', prefix .. sid .. '}:rec') == 0 then redis.call('ZREM', KEYS[3], sid) end
   end
-  if not room(KEYS[3], tonumber(ARGV[8])) then return -1 end
+  if not room(KEYS[3], tonumber(ARGV[8])) then out[1] = -1 return out end
 end
-if not room(KEYS[2], tonumber(ARGV[4])) then return 0 end
+if not room(KEYS[2], tonumber(ARGV[4])) then out[1] = 0 return out end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', idle)
 redis.call('ZADD', KEYS[2], now, ARGV[7])
 if KEYS[3] ~= '' then
   redis.call('ZADD', KEYS[3], now, ARGV[7])
   redis.call('PEXPIRE', KEYS[3], idle)
 end
-return 1
+return out
+"""
+
+# Read a record and slide its expiry in one round trip: the record's TTL, its score in the global
+# index and (when the caller knows it) in its identity's index. Nothing is touched when it is gone.
+# KEYS: record, global index, identity index ('' when unknown or anonymous).
+# ARGV: idle ms, now ms, id.
+_REFRESH = """
+local v = redis.call('GET', KEYS[1])
+if not v then return false end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+if KEYS[3] ~= '' then
+  redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
+  redis.call('PEXPIRE', KEYS[3], ARGV[1])
+end
+return v
 """
 
 
@@ -60,27 +97,85 @@ def redis_unavailable(exc: BaseException) -> McpError:
 
 async def guarded(op: Awaitable[T]) -> T:
     """Run a Redis operation; connection failures become ``McpError(ServiceUnavailable)``."""
-    from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-
     try:
         return await op
-    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+    except _UNREACHABLE as exc:
         raise redis_unavailable(exc) from exc
+
+
+class InvalidationBus(Protocol):
+    """What the store needs from the shared bus (:class:`~mcpcore.bus.redis.RedisBus`)."""
+
+    channel: str
+
+    def subscribe(self, callback: Callable[[dict[str, Any]], None]) -> Callable[[], None]: ...
+
+    def on_reset(self, callback: Callable[[], None]) -> Callable[[], None]: ...
+
+    @property
+    def caught_up(self) -> bool: ...
+
+
+class _Entry:
+    __slots__ = ("record", "refreshed")
+
+    def __init__(self, record: SessionRecord, refreshed: float) -> None:
+        self.record = record
+        self.refreshed = refreshed  # time.monotonic() of this instance's last read/refresh in Redis
+
+
+class _Load:
+    """One read of a record in flight; an invalidation received meanwhile marks it stale so
+    the (possibly older) value it brings back is not cached."""
+
+    __slots__ = ("stale",)
+
+    def __init__(self) -> None:
+        self.stale = False
 
 
 class RedisSessionStore:
     """A :class:`~mcpcore.sessions.base.SessionStore` in Redis.
 
-    Records live at ``{ns:s:<id>}:rec`` with a TTL equal to the idle timeout, refreshed on every
-    use (``GETEX``); an index sorted set ``{ns}:sessions`` (score: last use) counts them for the
-    cap. When full, the least recently used session idle for at least ``evict_after_ms`` is
-    evicted before a new one is refused. One authenticated identity holds at most
-    ``max_per_identity`` sessions, counted in its own sorted set by the same rule.
+    Records live at ``{ns:s:<id>}:rec`` with a TTL equal to the idle timeout; an index sorted set
+    ``{ns}:sessions`` (score: last use) counts them for the cap. When full, the least recently
+    used session idle for at least ``evict_after_ms`` is evicted before a new one is refused. One
+    authenticated identity holds at most ``max_per_identity`` sessions, counted in its own sorted
+    set by the same rule.
+
+    **The per-instance cache.** Once :meth:`attach`-ed to the shared bus, each instance keeps
+    up to ``cache_size`` records (LRU) so that most requests cost no Redis command at all:
+
+    * *Sliding expiry.* A cached record is served as is while this instance read or refreshed it
+      in Redis less than ``refresh_ms`` ago (default ``min(idle / 10, 5 s)``); after that the next
+      request runs one script that re-reads the record, extends its TTL and bumps its index
+      scores. A record found gone there is dropped and the request gets "no such session". So
+      a session used only here still slides, and expires between ``idle - refresh`` and
+      ``idle`` after its last use (the TTL is extended at most every ``refresh_ms``).
+    * *Invalidation.* ``save``, ``delete`` and capacity evictions (inside the create script)
+      publish ``{"kind": "session", "id": ...}`` on the bus channel in the same round trip as
+      the write, after it, so before the caller answers its client. Every instance (this one
+      included) drops its copy when the event arrives; the next request there reads Redis.
+    * *Bus health.* The cache is used only while the bus is :attr:`~InvalidationBus.caught_up`
+      (subscribed, its connection the one it last verified, and no unread event waiting in the
+      socket buffer). When the bus loses or re-establishes its subscription it resets: the whole
+      cache is dropped, since announcements may have been missed. With Redis unreachable the
+      bus is down, so requests read Redis and get 503 as without a cache.
+
+    **Remaining windows** (each closed at the latest by the next refresh, ``refresh_ms`` later,
+    since a refresh re-reads the record): an instance serves its cached copy until it has
+    *received* the announcement, so a client that gets its DELETE answer from instance A and
+    sends the next request to B at once sees B's stale copy only if that request reaches B's
+    event loop before the announcement Redis wrote to B at the same time as its reply to A (a
+    slow or backlogged bus connection, or a second pending bus event in the parser's buffer);
+    a write that Redis executes while the bus is resubscribing after a reconnect may go
+    unannounced; and ``save`` is read-modify-write of the whole record, as without a cache,
+    so two instances changing one session at once keep the last write.
     """
 
     def __init__(self, client: Any, *, namespace: str = "mcpcore", idle_ms: int = 1_800_000,
-                 max_sessions: int = 10_000, max_per_identity: int = 100, evict_after_ms: int = 60_000) -> None:
+                 max_sessions: int = 10_000, max_per_identity: int = 100, evict_after_ms: int = 60_000,
+                 cache_size: int = 4096, refresh_ms: int | None = None) -> None:
         self.r = client
         self.ns = namespace
         self.idle_ms = idle_ms
@@ -89,7 +184,87 @@ class RedisSessionStore:
         self.evict_after_ms = evict_after_ms
         self.index = f"{{{namespace}}}:sessions"
         self.on_evict: Callable[[str], None] | None = None
+        self.cache_size = cache_size
+        self.refresh_s = (min(idle_ms // 10, 5_000) if refresh_ms is None else refresh_ms) / 1000
+        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._loads: dict[str, list[_Load]] = {}
+        self._bus: InvalidationBus | None = None
+        self._channel = ""
         self._create = client.register_script(_CREATE)
+        self._refresh = client.register_script(_REFRESH)
+
+    # -- the bus --------------------------------------------------------------------------------
+
+    def attach(self, bus: InvalidationBus) -> Callable[[], None]:
+        """Cache records, kept coherent by ``bus`` (announce changes on it, drop copies on its
+        events, clear everything on its resets); returns the function that detaches."""
+        self._bus = bus
+        self._channel = bus.channel
+        unsubscribe = bus.subscribe(self._on_event)
+        unreset = bus.on_reset(self.clear_cache)
+
+        def detach() -> None:
+            unsubscribe()
+            unreset()
+            self._bus = None
+            self._channel = ""
+            self.clear_cache()
+
+        return detach
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        if event.get("kind") == INVALIDATION_KIND:
+            sid = event.get("id")
+            if type(sid) is str:
+                self._forget(sid)
+
+    def _announcement(self, session_id: str) -> bytes:
+        return orjson.dumps({"kind": INVALIDATION_KIND, "id": session_id})
+
+    # -- the cache ------------------------------------------------------------------------------
+
+    def clear_cache(self) -> None:
+        """Drop every cached record (and keep reads in flight from caching what they bring)."""
+        self._cache.clear()
+        for loads in self._loads.values():
+            for load in loads:
+                load.stale = True
+
+    def _forget(self, session_id: str) -> None:
+        self._cache.pop(session_id, None)
+        for load in self._loads.get(session_id, ()):
+            load.stale = True
+
+    def _begin(self, session_id: str) -> _Load | None:
+        if self._bus is None:
+            return None
+        load = _Load()
+        self._loads.setdefault(session_id, []).append(load)
+        return load
+
+    def _end(self, session_id: str, load: _Load | None) -> None:
+        if load is None:
+            return
+        loads = self._loads.get(session_id)
+        if loads is not None:
+            loads.remove(load)
+            if not loads:
+                del self._loads[session_id]
+
+    def _keep(self, record: SessionRecord, load: _Load | None, read_at: float) -> None:
+        bus = self._bus
+        if load is None or load.stale or bus is None or not bus.caught_up:
+            return
+        cache = self._cache
+        cache[record.id] = _Entry(record, read_at)
+        cache.move_to_end(record.id)
+        while len(cache) > self.cache_size:
+            cache.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    # -- the store ------------------------------------------------------------------------------
 
     def _key(self, session_id: str) -> str:
         return f"{{{self.ns}:s:{session_id}}}:rec"
@@ -101,44 +276,90 @@ class RedisSessionStore:
     async def create(self, record: SessionRecord) -> None:
         now = int(time.time() * 1000)
         idn = self._identity_key(record.identity) if record.identity is not None else ""
-        ok = await guarded(self._create(keys=[self._key(record.id), self.index, idn], args=[
-            orjson.dumps(record.to_json()), self.idle_ms, now, self.max_sessions, self.evict_after_ms,
-            f"{{{self.ns}:s:", record.id, self.max_per_identity]))
-        if ok == -1:
-            raise SessionCapacityError(self.max_per_identity)
-        if not ok:
-            raise SessionCapacityError(self.max_sessions)
+        load = self._begin(record.id)
+        try:
+            read_at = time.monotonic()
+            res = await guarded(self._create(keys=[self._key(record.id), self.index, idn], args=[
+                orjson.dumps(record.to_json()), self.idle_ms, now, self.max_sessions, self.evict_after_ms,
+                f"{{{self.ns}:s:", record.id, self.max_per_identity, self._channel]))
+            for evicted in res[1:]:
+                self._forget(evicted.decode() if isinstance(evicted, bytes) else str(evicted))
+            status = int(res[0])
+            if status == -1:
+                raise SessionCapacityError(self.max_per_identity)
+            if status != 1:
+                raise SessionCapacityError(self.max_sessions)
+            self._keep(record, load, read_at)
+        finally:
+            self._end(record.id, load)
 
     async def get(self, session_id: str) -> SessionRecord | None:
-        raw = await guarded(self.r.getex(self._key(session_id), px=self.idle_ms))
-        if raw is None:
-            return None
-        record = SessionRecord.from_json(orjson.loads(raw))
-        now = int(time.time() * 1000)
-        if record.identity is None:
-            await guarded(self.r.zadd(self.index, {session_id: now}))
+        entry = self._cache.get(session_id)
+        if entry is not None:
+            bus = self._bus
+            if bus is not None and bus.caught_up and time.monotonic() - entry.refreshed < self.refresh_s:
+                self._cache.move_to_end(session_id)
+                return entry.record
+            return await self._load(session_id, entry.record.identity)
+        return await self._load(session_id, None)
+
+    async def _load(self, session_id: str, identity: tuple[str, str, str] | None) -> SessionRecord | None:
+        """Read the record and slide its expiry (one script); cache it when nothing was
+        announced about it meanwhile."""
+        load = self._begin(session_id)
+        try:
+            read_at = time.monotonic()
+            idn = self._identity_key(identity) if identity is not None else ""
+            raw = await guarded(self._refresh(keys=[self._key(session_id), self.index, idn],
+                                              args=[self.idle_ms, int(time.time() * 1000), session_id]))
+            if raw is None:
+                self._cache.pop(session_id, None)
+                return None
+            record = SessionRecord.from_json(orjson.loads(raw))
+            if record.identity is not None and record.identity != identity:  # first read here, or bound since
+                key = self._identity_key(record.identity)
+                async with self.r.pipeline(transaction=False) as pipe:
+                    pipe.zadd(key, {session_id: int(time.time() * 1000)})
+                    pipe.pexpire(key, self.idle_ms)
+                    await guarded(pipe.execute())
+            self._keep(record, load, read_at)
             return record
-        async with self.r.pipeline(transaction=False) as pipe:
-            pipe.zadd(self.index, {session_id: now})
-            pipe.zadd(self._identity_key(record.identity), {session_id: now})
-            pipe.pexpire(self._identity_key(record.identity), self.idle_ms)
-            await guarded(pipe.execute())
-        return record
+        except BaseException:
+            self._cache.pop(session_id, None)
+            raise
+        finally:
+            self._end(session_id, load)
 
     async def save(self, record: SessionRecord) -> None:
-        await guarded(self.r.set(self._key(record.id), orjson.dumps(record.to_json()), px=self.idle_ms, xx=True))
-        if record.identity is not None:  # bound on its first authenticated use
-            key = self._identity_key(record.identity)
+        """Write the record and announce the change (one round trip, the announcement after the
+        write). The local copy is dropped too: the next request here re-reads Redis."""
+        self._forget(record.id)
+        try:
             async with self.r.pipeline(transaction=False) as pipe:
-                pipe.zadd(key, {record.id: int(time.time() * 1000)})
-                pipe.pexpire(key, self.idle_ms)
+                pipe.set(self._key(record.id), orjson.dumps(record.to_json()), px=self.idle_ms, xx=True)
+                if record.identity is not None:  # bound on its first authenticated use
+                    key = self._identity_key(record.identity)
+                    pipe.zadd(key, {record.id: int(time.time() * 1000)})
+                    pipe.pexpire(key, self.idle_ms)
+                if self._channel:
+                    pipe.publish(self._channel, self._announcement(record.id))
                 await guarded(pipe.execute())
+        finally:
+            self._forget(record.id)  # reads that started before the write must not cache the old value
 
     async def delete(self, session_id: str) -> bool:
-        async with self.r.pipeline(transaction=True) as pipe:
-            pipe.delete(self._key(session_id))
-            pipe.zrem(self.index, session_id)
-            res = await guarded(pipe.execute())
+        """Delete the record and announce it (one transaction, the announcement last), so every
+        instance has been sent it before the caller answers its client."""
+        self._forget(session_id)
+        try:
+            async with self.r.pipeline(transaction=True) as pipe:
+                pipe.delete(self._key(session_id))
+                pipe.zrem(self.index, session_id)
+                if self._channel:
+                    pipe.publish(self._channel, self._announcement(session_id))
+                res = await guarded(pipe.execute())
+        finally:
+            self._forget(session_id)
         return bool(res[0])
 
     async def count(self) -> int:
@@ -148,10 +369,13 @@ class RedisSessionStore:
 
     async def sweep(self) -> int:
         now = int(time.time() * 1000)
+        limit = time.monotonic() - self.idle_ms / 1000  # not refreshed here for a whole idle period
+        for sid in [sid for sid, e in self._cache.items() if e.refreshed < limit]:
+            del self._cache[sid]
         return int(await guarded(self.r.zremrangebyscore(self.index, "-inf", now - self.idle_ms)))
 
     async def ping(self) -> None:
         await guarded(self.r.ping())
 
     async def close(self) -> None:
-        return None
+        self.clear_cache()
