@@ -1,7 +1,8 @@
 """The one JSON codec of mcpcore: orjson in, orjson out.
 
 Every byte that crosses the wire or reaches a store is encoded here, so the rules
-(UTF-8, no NaN, non-string keys refused) are the same everywhere.
+(UTF-8, NaN and infinities as ``null``, integer and other non-string keys as strings, pydantic
+models by alias) are the same everywhere.
 """
 
 from __future__ import annotations
@@ -28,12 +29,15 @@ def _default(value: Any) -> Any:
 
 def dumps(value: Any) -> bytes:
     """Serialise ``value`` to UTF-8 JSON bytes (pydantic models dumped by alias)."""
-    return orjson.dumps(value, default=_default, option=_OPTS)
+    try:
+        return orjson.dumps(value, default=_default)
+    except orjson.JSONEncodeError:  # non-string keys: orjson's option for them slows every call
+        return orjson.dumps(value, default=_default, option=_OPTS)
 
 
 def dumps_str(value: Any) -> str:
     """Serialise ``value`` to a JSON ``str``."""
-    return orjson.dumps(value, default=_default, option=_OPTS).decode()
+    return dumps(value).decode()
 
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:

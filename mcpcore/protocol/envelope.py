@@ -7,7 +7,7 @@ import binascii
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
@@ -19,10 +19,11 @@ from .versions import (
     MODERN_VERSIONS,
 )
 
-__all__ = ["Envelope", "check_headers", "decode_header_value", "read_envelope"]
+__all__ = ["Envelope", "EnvelopeTarget", "apply_envelope", "check_headers", "decode_header_value", "read_envelope"]
 
 _B64 = re.compile(r"^=\?base64\?([A-Za-z0-9+/=]*)\?=$")
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+_MODERN = frozenset(MODERN_VERSIONS)
 
 
 @dataclass(slots=True)
@@ -42,15 +43,26 @@ def _missing(what: str) -> McpError:
                     {"reason": "missing_meta", "field": what})
 
 
-def read_envelope(params: Mapping[str, Any] | None) -> Envelope:
-    """Validate the envelope; raises ``-32602`` (missing/malformed) or ``-32022`` (version)."""
-    meta = params.get("_meta") if params is not None else None
+class EnvelopeTarget(Protocol):
+    """Where :func:`apply_envelope` writes what a request says about itself (a request scope)."""
+
+    protocol_version: str
+    client_capabilities: dict[str, Any] | None
+    client_info: dict[str, Any] | None
+    client_log_level: int | None
+    progress_token: str | int | None
+    meta: dict[str, Any] | None
+
+
+def apply_envelope(meta: Any, target: EnvelopeTarget) -> None:
+    """Validate the ``_meta`` envelope of a 2026-07-28 request and copy it onto ``target``;
+    raises ``-32602`` (missing/malformed) or ``-32022`` (version)."""
     if type(meta) is not dict:
         raise _missing("_meta")
     version = meta.get(META_PROTOCOL_VERSION)
     if type(version) is not str:
         raise _missing(META_PROTOCOL_VERSION)
-    if version not in MODERN_VERSIONS:
+    if version not in _MODERN:
         raise McpError(JsonRpcErrorCode.UnsupportedProtocolVersion, "Unsupported protocol version",
                        {"supported": list(MODERN_VERSIONS), "requested": version})
     caps = meta.get(META_CLIENT_CAPABILITIES)
@@ -59,18 +71,40 @@ def read_envelope(params: Mapping[str, Any] | None) -> Envelope:
     info = meta.get(META_CLIENT_INFO)
     if info is not None and type(info) is not dict:
         raise McpError(JsonRpcErrorCode.InvalidParams, f"{META_CLIENT_INFO} must be an object.")
-    level = None
     raw_level = meta.get(META_LOG_LEVEL)
     if raw_level is not None:
         if type(raw_level) is not str or raw_level not in LEVELS:
             raise McpError(JsonRpcErrorCode.InvalidParams, f"Invalid log level: {raw_level!r}",
                            {"supported": list(LEVELS)})
-        level = LEVELS[raw_level]
+        target.client_log_level = LEVELS[raw_level]
     token = meta.get("progressToken")
-    if token is not None and type(token) not in (str, int):
-        raise McpError(JsonRpcErrorCode.InvalidParams, "progressToken must be a string or an integer.")
-    tp = meta.get("traceparent")
-    return Envelope(version, caps, info, level, token, tp if type(tp) is str else None)
+    if token is not None:
+        if type(token) is not str and type(token) is not int:
+            raise McpError(JsonRpcErrorCode.InvalidParams, "progressToken must be a string or an integer.")
+        target.progress_token = token
+    target.protocol_version = version
+    target.client_capabilities = caps
+    target.client_info = info
+    target.meta = meta
+
+
+def read_envelope(params: Mapping[str, Any] | None) -> Envelope:
+    """Validate the envelope; raises ``-32602`` (missing/malformed) or ``-32022`` (version)."""
+    meta = params.get("_meta") if params is not None else None
+    found = _Found()
+    apply_envelope(meta, found)
+    tp = meta.get("traceparent") if type(meta) is dict else None
+    return Envelope(found.protocol_version, found.client_capabilities or {}, found.client_info,
+                    found.client_log_level, found.progress_token, tp if type(tp) is str else None)
+
+
+class _Found:
+    protocol_version = ""
+    client_capabilities: dict[str, Any] | None = None
+    client_info: dict[str, Any] | None = None
+    client_log_level: int | None = None
+    progress_token: str | int | None = None
+    meta: dict[str, Any] | None = None
 
 
 def decode_header_value(raw: str) -> str:
@@ -102,32 +136,40 @@ def _same(header: str, body: Any) -> bool:
 
 
 _NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# The header bytes of the versions and method names a matching request carries verbatim.
+_ASCII = {v: v.encode() for v in (*MODERN_VERSIONS, "initialize", "ping", "tools/list", "tools/call", "prompts/list",
+                                  "prompts/get", "resources/list", "resources/read", "resources/templates/list",
+                                  "completion/complete", "logging/setLevel", "server/discover",
+                                  "subscriptions/listen")}
 
 
-def check_headers(headers: Mapping[str, str], msg: Mapping[str, Any], version: str,
+def check_headers(headers: Mapping[bytes, bytes], msg: Mapping[str, Any], version: str,
                   header_params: Mapping[str, str] | None) -> None:
     """Check ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` against
-    the body; raises ``-32020`` HeaderMismatch."""
-    pv = headers.get("mcp-protocol-version")
-    if pv != version:
-        if pv is None:
-            raise _mismatch("missing MCP-Protocol-Version header")
-        if pv.strip() != version:
-            raise _mismatch(f"MCP-Protocol-Version header value '{pv.strip()}' does not match body value '{version}'")
+    the body; raises ``-32020`` HeaderMismatch. ``headers``: raw ASGI names and values."""
+    raw = headers.get(b"mcp-protocol-version")
+    if raw is None:
+        raise _mismatch("missing MCP-Protocol-Version header")
+    if raw != _ASCII.get(version):
+        pv = raw.decode("latin-1").strip()
+        if pv != version:
+            raise _mismatch(f"MCP-Protocol-Version header value '{pv}' does not match body value '{version}'")
     method = msg["method"]
-    hm = headers.get("mcp-method")
-    if hm != method:
-        if hm is None:
-            raise _mismatch("missing Mcp-Method header")
-        if hm.strip() != method:
-            raise _mismatch(f"Mcp-Method header value '{hm.strip()}' does not match body value '{method}'")
+    raw = headers.get(b"mcp-method")
+    if raw is None:
+        raise _mismatch("missing Mcp-Method header")
+    if raw != _ASCII.get(method):
+        hm = raw.decode("latin-1").strip()
+        if hm != method:
+            raise _mismatch(f"Mcp-Method header value '{hm}' does not match body value '{method}'")
     params = msg.get("params") or {}
     name_field = _NAME_FIELD.get(method)
     if name_field is not None:
-        hn = headers.get("mcp-name")
-        body_name = params.get(name_field)
-        if hn is None:
+        raw = headers.get(b"mcp-name")
+        if raw is None:
             raise _mismatch("missing Mcp-Name header")
+        hn = raw.decode("latin-1")
+        body_name = params.get(name_field)
         if hn != body_name or hn.startswith("=?"):
             try:
                 decoded = decode_header_value(hn.strip())
@@ -140,15 +182,16 @@ def check_headers(headers: Mapping[str, str], msg: Mapping[str, Any], version: s
         args: Mapping[str, Any] = raw_args if isinstance(raw_args, dict) else {}
         for arg, hname in header_params.items():
             value = args.get(arg)
-            raw = headers.get("mcp-param-" + hname.lower())
+            sent = headers.get(b"mcp-param-" + hname.lower().encode("latin-1"))
+            text = sent.decode("latin-1") if sent is not None else None
             if value is None:
-                if raw is not None:
+                if text is not None:
                     raise _mismatch(f"Mcp-Param-{hname} header sent but argument {arg!r} is absent")
                 continue
-            if raw is None:
+            if text is None:
                 raise _mismatch(f"missing Mcp-Param-{hname} header for argument {arg!r}")
             try:
-                decoded = decode_header_value(raw.strip())
+                decoded = decode_header_value(text.strip())
             except ValueError:
                 raise _mismatch(f"Mcp-Param-{hname} header value is not a valid encoding") from None
             if not _same(decoded, value):

@@ -54,7 +54,8 @@ def classify_message(msg: object) -> MessageKind:
                 raise InvalidMessage(JsonRpcErrorCode.InvalidParams, '"params" must be an object.')
             return "notification"
         rid = msg["id"]
-        if not valid_id(rid):
+        t = type(rid)
+        if t is not str and t is not int:  # valid_id, inlined: every request passes here
             raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, 'The "id" member must be a string or an integer.')
         if params is not None and type(params) is not dict:
             raise InvalidMessage(JsonRpcErrorCode.InvalidParams, '"params" must be an object.', rid)

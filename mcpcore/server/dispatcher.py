@@ -88,6 +88,7 @@ class Dispatcher:
         self._caps: tuple[int, dict[str, Any]] | None = None
         self._server_meta = {META_SERVER_INFO: server_info}
         self._list_cache: dict[tuple[Era, str, Any], bytes] = {}
+        self._served: dict[Era, dict[str, bool]] = {Era.LEGACY: {}, Era.MODERN: {}}
         registry.on_change(self._invalidate)
         self._legacy: dict[str, Handler] = {
             "initialize": Dispatcher._initialize,
@@ -141,11 +142,22 @@ class Dispatcher:
 
     def _invalidate(self, kind: str) -> None:
         self._list_cache.clear()
+        self._served[Era.LEGACY].clear()
+        self._served[Era.MODERN].clear()
 
     # -- entry points -------------------------------------------------------------------------
 
     def supports(self, method: str, era: Era) -> bool:
         """Whether ``method`` is served on ``era`` with the registered capabilities."""
+        served = self._served[era]
+        known = served.get(method)
+        if known is None:
+            known = self._supports(method, era)
+            if len(served) < 256:  # methods are client-chosen strings: keep the memo bounded
+                served[method] = known
+        return known
+
+    def _supports(self, method: str, era: Era) -> bool:
         if era is Era.LEGACY:
             known = method in self._legacy or method in self._common or method in self._lists
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -14,6 +15,7 @@ from .results import classify_and_log, tool_error_result, tool_success_result
 from .rounds import run_rounds
 
 if TYPE_CHECKING:
+    from ..definitions.tools import ToolDefinition
     from .dispatcher import Dispatcher
 
 __all__ = ["PROTOCOL_ERRORS", "call_tool"]
@@ -70,44 +72,52 @@ async def call_tool(d: Dispatcher, params: dict[str, Any], scope: RequestScope) 
         msg = f"Invalid arguments: {first['path'] or 'input'}: {first['message']}"
         return tool_error_result(_invalid_arguments(msg, issues), (), scope.request_id)
     operation = "tool:" + name
-
-    async def attempt() -> dict[str, Any]:
-        kwargs = plan.kwargs(validated)
-        ctx: Context | None = None
-        if plan.ctx_param is not None:
-            ctx = Context(scope, operation=operation, errors=tool.errors)
-            kwargs[plan.ctx_param] = ctx
-        try:
-            direct = tool.direct
-            value = await (direct(**kwargs) if direct is not None else tool.call(kwargs))
-            return tool_success_result(tool, value, ctx, scope.era is Era.MODERN)
-        except InputRequired:
-            raise
-        except McpError as exc:
-            if exc.code in PROTOCOL_ERRORS:
-                raise
-            err = classify_and_log(exc, operation, scope.request_id)
-            return tool_error_result(err, tool.errors, scope.request_id)
-        except Exception as exc:
-            err = classify_and_log(exc, operation, scope.request_id)
-            return tool_error_result(err, tool.errors, scope.request_id)
-
     tel = d.telemetry
     if tel is None:
         if scope.request_state is None:
             try:  # the common case: one round, no state to verify
-                return await attempt()
+                return await _attempt(tool, plan.kwargs(validated), scope, operation)
             except InputRequired as sig:
-                return await _rounds(d, scope, operation, attempt, tool, sig)
-        return await _rounds(d, scope, operation, attempt, tool)
+                return await _rounds(d, scope, operation, _attempts(tool, validated, scope, operation), tool, sig)
+        return await _rounds(d, scope, operation, _attempts(tool, validated, scope, operation), tool)
     with tel.tool_call(name, scope) as report:
         try:
-            result = await _rounds(d, scope, operation, attempt, tool)
+            result = await _rounds(d, scope, operation, _attempts(tool, validated, scope, operation), tool)
         except BaseException:
             report(True)
             raise
         report(bool(result.get("isError")))
         return result
+
+
+def _attempts(tool: ToolDefinition, validated: Any, scope: RequestScope,
+              operation: str) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """One call of the handler per input round, each with fresh arguments and context."""
+    return lambda: _attempt(tool, tool.args.kwargs(validated), scope, operation)
+
+
+async def _attempt(tool: ToolDefinition, kwargs: dict[str, Any], scope: RequestScope,
+                   operation: str) -> dict[str, Any]:
+    """Call the handler once; its value or failure as a ``CallToolResult`` (``InputRequired``
+    and protocol errors propagate)."""
+    ctx: Context | None = None
+    if tool.args.ctx_param is not None:
+        ctx = Context(scope, operation=operation, errors=tool.errors)
+        kwargs[tool.args.ctx_param] = ctx
+    try:
+        direct = tool.direct
+        value = await (direct(**kwargs) if direct is not None else tool.call(kwargs))
+        return tool_success_result(tool, value, ctx, scope.era is Era.MODERN)
+    except InputRequired:
+        raise
+    except McpError as exc:
+        if exc.code in PROTOCOL_ERRORS:
+            raise
+        err = classify_and_log(exc, operation, scope.request_id)
+        return tool_error_result(err, tool.errors, scope.request_id)
+    except Exception as exc:
+        err = classify_and_log(exc, operation, scope.request_id)
+        return tool_error_result(err, tool.errors, scope.request_id)
 
 
 async def _rounds(d: Dispatcher, scope: RequestScope, operation: str, attempt: Any, tool: Any,

@@ -13,6 +13,10 @@ __all__ = ["BodyTooLarge", "OriginGuard", "accepts", "read_body"]
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
+def _str(value: str | bytes | None) -> str | None:
+    return value.decode("latin-1") if isinstance(value, bytes) else value
+
+
 def _hostname(host: str) -> str:
     host = host.strip().lower()
     if host.startswith("["):
@@ -33,16 +37,17 @@ class OriginGuard:
         self.origins = {o.rstrip("/").lower() for o in allowed_origins if o != "*"}
         self.hosts = {_hostname(h) for h in allowed_hosts if h != "*"}
         self.any_host = "*" in allowed_hosts
-        self._cache: dict[tuple[Any, str | None, str | None], str | None] = {}
+        self._cache: dict[tuple[Any, str | bytes | None, str | bytes | None], str | None] = {}
 
-    def check(self, scope: Scope, host: str | None, origin: str | None) -> str | None:
-        """``None`` when allowed, else a reason (remembered per server, Host and Origin)."""
+    def check(self, scope: Scope, host: str | bytes | None, origin: str | bytes | None) -> str | None:
+        """``None`` when allowed, else a reason (remembered per server, Host and Origin, which
+        may be given raw, as bytes)."""
         server = scope.get("server")
         key = (server[0] if server else None, host, origin)
         cache = self._cache
         if key in cache:
             return cache[key]
-        reason = self._check(scope, host, origin)
+        reason = self._check(scope, _str(host), _str(origin))
         if len(cache) > 1024:
             cache.clear()
         cache[key] = reason
@@ -73,18 +78,19 @@ class OriginGuard:
         return f"Host {host!r} is not allowed"
 
 
-_ACCEPT_CACHE: dict[tuple[str, tuple[str, ...]], bool] = {}
+_ACCEPT_CACHE: dict[tuple[str | bytes, tuple[str, ...]], bool] = {}
 
 
-def accepts(accept: str | None, *types: str) -> bool:
-    """Whether an ``Accept`` header admits every one of ``types`` (wildcards honoured)."""
+def accepts(accept: str | bytes | None, *types: str) -> bool:
+    """Whether an ``Accept`` header (text or raw bytes) admits every one of ``types``
+    (wildcards honoured)."""
     if accept is None:
         return False
     key = (accept, types)
     hit = _ACCEPT_CACHE.get(key)
     if hit is not None:
         return hit
-    result = _accepts(accept, types)
+    result = _accepts(_str(accept) or "", types)
     if len(_ACCEPT_CACHE) > 512:
         _ACCEPT_CACHE.clear()
     _ACCEPT_CACHE[key] = result
@@ -109,7 +115,7 @@ class BodyTooLarge(Exception):
 
 
 async def read_body(receive: Receive, limit: int,
-                    content_length: str | None) -> bytes | None:
+                    content_length: str | bytes | None) -> bytes | None:
     """The request body, counted as it streams; ``None`` when the client disconnected.
 
     Raises:

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
-from collections.abc import Awaitable, Callable
-from typing import Any
+import types
+from collections.abc import Coroutine, Generator
+from functools import partial
+from typing import Any, cast
 
 from .. import _json
-from ..asgi_types import Receive, Scope, Send
+from ..asgi_types import Message, Receive, Scope, Send
 from ..auth import AuthError, metadata_url, single_authorization
 from ..context import AuthInfo, RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
-from ..protocol.envelope import check_headers, read_envelope
+from ..protocol.envelope import apply_envelope, check_headers
 from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, too_deep
 from ..protocol.versions import (
     META_PROTOCOL_VERSION,
@@ -43,6 +44,9 @@ __all__ = ["HttpTransport", "deliver_route"]
 log = logging.getLogger("mcpcore.transport")
 
 
+_MODERN_VERSIONS = frozenset(v.encode() for v in MODERN_VERSIONS)
+_SUPPORTED_VERSIONS = frozenset(v.encode() for v in SUPPORTED_VERSIONS)
+
 _MODERN_STATUS = {
     JsonRpcErrorCode.MethodNotFound: 404,
     JsonRpcErrorCode.HeaderMismatch: 400,
@@ -51,36 +55,29 @@ _MODERN_STATUS = {
 }
 
 
-class RequestHeaders(dict[str, str]):
-    """The request headers mcpcore reads (lower-cased names), and the identity its token proved."""
+class RequestHeaders(dict[bytes, bytes]):
+    """The request's headers as the ASGI server sent them (lower-cased names, raw values; the
+    last of a repeated header), decoded only where read, and the identity its token proved.
+
+    Kept as bytes because decoding every header of every request costs more than the rest of
+    the request's header handling together."""
 
     auth: AuthInfo | None = None
-    authorization: list[str]
+
+    def text(self, name: bytes) -> str | None:
+        """The header's value as text (latin-1, as HTTP defines it), or ``None``."""
+        value = self.get(name)
+        return value.decode("latin-1") if value is not None else None
 
 
-_READ = {k.encode(): k for k in (
-    "host", "origin", "content-type", "accept", "content-length", "mcp-session-id", "mcp-protocol-version",
-    "mcp-method", "mcp-name", "traceparent", "tracestate", "last-event-id")}
-
-
-def _headers(scope: Scope) -> RequestHeaders:
-    """The headers mcpcore reads, decoded (ASGI servers send names lower-cased)."""
-    out = RequestHeaders()
-    auths: list[str] = []
-    for k, v in scope["headers"]:
-        name = _READ.get(k)
-        if name is not None:
-            out[name] = v.decode("latin-1")
-        elif k.startswith(b"mcp-param-"):
-            out[k.decode("latin-1")] = v.decode("latin-1")
-        elif k == b"authorization":
-            auths.append(v.decode("latin-1"))
-    out.authorization = auths
-    return out
+def _authorization(scope: Scope) -> list[str]:
+    """Every ``Authorization`` header (more than one is refused, so none may be lost)."""
+    return [v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"]
 
 
 def _base_url(scope: Scope, headers: RequestHeaders) -> str:
-    host = headers.get("host") or (f"{scope['server'][0]}:{scope['server'][1]}" if scope.get("server") else "localhost")
+    server = scope.get("server")
+    host = headers.text(b"host") or (f"{server[0]}:{server[1]}" if server else "localhost")
     return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}"
 
 
@@ -105,14 +102,15 @@ class HttpTransport:
         self.guard = OriginGuard(s.allowed_origins, s.allowed_hosts)
         self.keepalive_s = s.sse_keepalive_ms / 1000
         self.limit = s.max_body_bytes
+        self.limit_digits = len(str(s.max_body_bytes))  # a shorter Content-Length is within the limit
         self.mode = rt.session_mode
         self.dispatcher = rt.dispatcher
         self.max_depth = s.max_json_depth
         self.depth_floor = 2 * s.max_json_depth  # a shorter body cannot nest that deep
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = _headers(scope)
-        reason = self.guard.check(scope, headers.get("host"), headers.get("origin"))
+        headers = RequestHeaders(scope["headers"])
+        reason = self.guard.check(scope, headers.get(b"host"), headers.get(b"origin"))
         if reason is not None:
             log.warning("refused request: %s", reason)
             await _error(send, 403, JsonRpcErrorCode.InvalidRequest, f"Forbidden: {reason}.")
@@ -120,7 +118,7 @@ class HttpTransport:
         method = scope["method"]
         if self.rt.auth is not None and method in ("POST", "GET", "DELETE"):
             try:
-                headers.auth = await self.rt.auth.authenticate(single_authorization(headers.authorization))
+                headers.auth = await self.rt.auth.authenticate(single_authorization(_authorization(scope)))
             except AuthError as exc:
                 await self._refuse(scope, send, headers, exc)
                 return
@@ -150,28 +148,42 @@ class HttpTransport:
     # -- POST -----------------------------------------------------------------------------------
 
     async def _post(self, scope: Scope, receive: Receive, send: Send, headers: RequestHeaders) -> None:
-        ctype = headers.get("content-type", "")
-        if ctype != "application/json" and ctype.split(";", 1)[0].strip().lower() != "application/json":
+        ctype = headers.get(b"content-type", b"")
+        if ctype != b"application/json" and ctype.split(b";", 1)[0].strip().lower() != b"application/json":
             await _error(send, 415, JsonRpcErrorCode.InvalidRequest, "Unsupported Media Type: use application/json.")
             return
-        if not accepts(headers.get("accept"), "application/json", "text/event-stream"):
+        accept = headers.get(b"accept")
+        if accept not in _ACCEPT_BOTH and not accepts(accept, "application/json", "text/event-stream"):
             await _error(send, 406, JsonRpcErrorCode.InvalidRequest,
                          "Not Acceptable: Accept must list application/json and text/event-stream.")
             return
-        try:
-            body = await read_body(receive, self.limit, headers.get("content-length"))
-        except BodyTooLarge:
+        length = headers.get(b"content-length")
+        if self.limit and length is not None and len(length) >= self.limit_digits and length.isdigit() and \
+                int(length) > self.limit:
             await _error(send, 413, JsonRpcErrorCode.InvalidRequest,
                          f"Payload Too Large: the limit is {self.limit} bytes.")
             return
-        if body is None:
+        try:
+            message = await receive()
+            if message["type"] != "http.request" or message.get("more_body"):  # streamed in parts
+                body = await read_body(_replay(message, receive), self.limit, None)
+                if body is None:
+                    return
+            else:
+                body = message.get("body", b"")
+                if self.limit and len(body) > self.limit:
+                    raise BodyTooLarge
+        except BodyTooLarge:
+            await _error(send, 413, JsonRpcErrorCode.InvalidRequest,
+                         f"Payload Too Large: the limit is {self.limit} bytes.")
             return
         try:
             msg = _json.loads(body)
         except _json.JSONDecodeError:
             await _error(send, 400, JsonRpcErrorCode.ParseError, "Parse error: the body is not valid JSON.")
             return
-        if len(body) > self.depth_floor and too_deep(msg, self.max_depth, body):
+        if len(body) > self.depth_floor and body.count(b"{") + body.count(b"[") > self.max_depth and \
+                too_deep(msg, self.max_depth):
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
                          f"Bad Request: JSON nested deeper than {self.max_depth} levels.")
             return
@@ -183,15 +195,14 @@ class HttpTransport:
         except InvalidMessage as exc:
             await _error(send, 400, exc.code, exc.message, exc.request_id)
             return
-        sid = headers.get("mcp-session-id")
-        if kind == "request" and sid is None:
+        if kind == "request" and b"mcp-session-id" not in headers:
             params = msg.get("params")
             meta = params.get("_meta") if type(params) is dict else None
-            modern_meta = type(meta) is dict and META_PROTOCOL_VERSION in meta
-            if modern_meta or headers.get("mcp-protocol-version", "").strip() in MODERN_VERSIONS:
+            if (type(meta) is dict and META_PROTOCOL_VERSION in meta) or \
+                    headers.get(b"mcp-protocol-version", b"").strip() in _MODERN_VERSIONS:
                 await self._modern(receive, send, headers, msg)
                 return
-        await self._legacy(receive, send, headers, msg, kind, sid)
+        await self._legacy(receive, send, headers, msg, kind, headers.text(b"mcp-session-id"))
 
     # -- 2026-07-28 -----------------------------------------------------------------------------
 
@@ -202,14 +213,14 @@ class HttpTransport:
         rscope = RequestScope(method, rid, Era.MODERN, self.rt.services, headers.auth,
                               self._tenant(headers) if headers.auth is not None or self.rt.auth is not None
                               else "default")
-        if "traceparent" in headers:
+        if b"traceparent" in headers:
             rscope.trace_headers = _trace(headers)
         try:
-            env = read_envelope(params) if "_meta" in params and type(params["_meta"]) is dict and \
-                META_PROTOCOL_VERSION in params["_meta"] else None
-            if env is None:
+            meta = params.get("_meta")
+            if type(meta) is not dict or META_PROTOCOL_VERSION not in meta:
                 raise McpError(JsonRpcErrorCode.InvalidParams,
                                f"Missing required _meta field: {META_PROTOCOL_VERSION}.", {"reason": "missing_meta"})
+            apply_envelope(meta, rscope)
         except McpError as exc:
             if exc.code == JsonRpcErrorCode.UnsupportedProtocolVersion:
                 try:
@@ -223,7 +234,7 @@ class HttpTransport:
             if method == "tools/call" and type(params.get("name")) is str:
                 tool = self.dispatcher.registry.tools.get(params["name"])
                 hp = tool.header_params if tool is not None else None
-            check_headers(headers, msg, env.version, hp)
+            check_headers(headers, msg, rscope.protocol_version, hp)
         except McpError as exc:
             await json_response(send, 400, error_response(rid, exc.to_wire(rscope.request_id)))
             return
@@ -231,34 +242,28 @@ class HttpTransport:
             await json_response(send, 404, error_response(rid, _err(
                 JsonRpcErrorCode.MethodNotFound, f"Method not found: {method}", {"requestId": rscope.request_id})))
             return
-        rscope.protocol_version = env.version
-        rscope.client_capabilities = env.capabilities
-        rscope.client_info = env.client_info
-        rscope.client_log_level = env.log_level
-        rscope.progress_token = env.progress_token
-        rscope.meta = params.get("_meta")
-        rscope.input_responses = params.get("inputResponses") if type(params.get("inputResponses")) is dict else None
+        if "inputResponses" in params:
+            ir = params["inputResponses"]
+            rscope.input_responses = ir if type(ir) is dict else None
         rs = params.get("requestState")
-        rscope.request_state = rs if type(rs) is str else None
+        if type(rs) is str:
+            rscope.request_state = rs
         exchange = HttpExchange(send, [], self.keepalive_s)
         rscope.outbound = exchange
-        # Closing the stream cancels the request. Watching for that needs a task, which is only
-        # started once the handler actually waits for something: a handler that finishes without
-        # suspending never pays for it.
-        watch = _Watch(receive, rscope, asyncio.current_task())
-        handle = asyncio.get_running_loop().call_soon(watch.start)
+        # Closing the stream cancels the request. Watching for that needs a task, started only
+        # once the handler actually waits for something: its first step runs here, and a
+        # handler that finishes without suspending never pays for the watcher.
+        coro = self.dispatcher.handle(msg, rscope, supported=True)
         try:
-            body = await self.dispatcher.handle(msg, rscope, supported=True)
-        except asyncio.CancelledError:
-            entry = watch.entry
-            if entry is not None and entry.cancelled and watch.owner is not None and watch.owner.uncancel() == 0:
+            step = coro.send(None)
+        except StopIteration as done:
+            body: bytes = done.value
+        else:
+            finished = await _watched(coro, step, receive, rscope)
+            if finished is None:
                 exchange.abandon()
                 return
-            raise
-        finally:
-            handle.cancel()
-            if watch.task is not None:
-                watch.task.cancel()
+            body = finished
         if rscope.error_code is None:
             await exchange.finish(body)
             return
@@ -293,11 +298,11 @@ class HttpTransport:
                 return False
             return None
         try:
-            record = await self.rt.sessions.get(sid) if SESSION_ID_RE.match(sid) else None
+            record = await self.rt.sessions.get(sid) if len(sid) == 64 and SESSION_ID_RE.match(sid) else None
         except McpError as exc:
             await json_response(send, 503, error_response(rid, exc.to_wire()))
             return False
-        identity = self._identity(headers) if headers is not None else None
+        identity = self._identity(headers) if headers is not None and headers.auth is not None else None
         if record is not None and record.identity != identity:
             if record.identity is None and identity is not None:
                 record.identity = identity
@@ -312,15 +317,16 @@ class HttpTransport:
         return record
 
     def _version_ok(self, headers: RequestHeaders) -> bool:
-        pv = headers.get("mcp-protocol-version")
-        return pv is None or pv.strip() in SUPPORTED_VERSIONS
+        pv = headers.get(b"mcp-protocol-version")
+        return pv is None or pv in _SUPPORTED_VERSIONS or pv.strip() in _SUPPORTED_VERSIONS
 
     async def _legacy(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any], kind: str,
                       sid: str | None) -> None:
         rid = msg.get("id") if kind == "request" else None
         if not self._version_ok(headers):
+            pv = headers.text(b"mcp-protocol-version")
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
-                         f"Bad Request: unsupported MCP-Protocol-Version {headers['mcp-protocol-version']!r}.", rid,
+                         f"Bad Request: unsupported MCP-Protocol-Version {pv!r}.", rid,
                          data={"supported": list(SUPPORTED_VERSIONS)})
             return
         if kind == "request" and msg["method"] == "initialize":
@@ -365,30 +371,37 @@ class HttpTransport:
         await json_response(send, 200, body, extra)
 
     def _scope_for(self, msg: dict[str, Any], headers: RequestHeaders, record: SessionRecord | None) -> RequestScope:
-        params = msg.get("params") or {}
-        meta = params.get("_meta") if type(params.get("_meta")) is dict else None
-        token = meta.get("progressToken") if meta else None
+        auth = headers.auth
+        rscope = RequestScope(msg["method"], msg["id"], Era.LEGACY, self.rt.services, auth,
+                              self._tenant(headers) if auth is not None or self.rt.auth is not None else "default")
         if record is not None:
-            version = record.protocol_version
-            caps: dict[str, Any] | None = record.client_capabilities
-            level = LEVELS[record.log_level] if record.log_level else 0
-            info = record.client_info
+            rscope.session = record
+            rscope.session_id = record.id
+            rscope.protocol_version = record.protocol_version
+            rscope.client_capabilities = record.client_capabilities
+            rscope.client_info = record.client_info
+            rscope.client_log_level = LEVELS[record.log_level] if record.log_level else 0
         else:
-            version = headers.get("mcp-protocol-version", "2025-03-26").strip()
-            caps = None
-            level = 0
-            info = None
-        ir = params.get("inputResponses")
-        rs = params.get("requestState")
-        return RequestScope(
-            method=msg["method"], jsonrpc_id=msg["id"], era=Era.LEGACY, protocol_version=version,
-            services=self.rt.services, session=record,
-            session_id=record.id if record is not None else self._stateless_id(),
-            client_capabilities=caps, client_info=info, client_log_level=level,
-            progress_token=token if type(token) in (str, int) else None, meta=meta,
-            input_responses=ir if type(ir) is dict else None, request_state=rs if type(rs) is str else None,
-            auth=headers.auth, tenant_id=self._tenant(headers), trace_headers=_trace(headers),
-        )
+            rscope.session_id = self._stateless_id()
+            rscope.protocol_version = (headers.text(b"mcp-protocol-version") or "2025-03-26").strip()
+            rscope.client_log_level = 0
+        params = msg.get("params")
+        if params:
+            meta = params.get("_meta")
+            if type(meta) is dict:
+                rscope.meta = meta
+                token = meta.get("progressToken")
+                if type(token) is str or type(token) is int:
+                    rscope.progress_token = token
+            ir = params.get("inputResponses")
+            if type(ir) is dict:
+                rscope.input_responses = ir
+            rs = params.get("requestState")
+            if type(rs) is str:
+                rscope.request_state = rs
+        if b"traceparent" in headers:
+            rscope.trace_headers = _trace(headers)
+        return rscope
 
     def _stateless_id(self) -> str | None:
         """Under ``stateless``, a fresh token per request when the app opts in to exposing it
@@ -400,36 +413,48 @@ class HttpTransport:
         """Where a stateful session's stream is buffered for resumption (``None``: not resumable)."""
         if record is None or self.rt.events is None:
             return None
-        return StreamSink(self.rt.events, record.id, stream_id or secrets.token_hex(6),
+        return StreamSink(self.rt.events, record.id, stream_id,
                           prime=record.protocol_version >= "2025-11-25", retry_ms=self.rt.settings.sse_retry_ms)
 
     async def _legacy_request(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any],
                               record: SessionRecord | None) -> None:
         rscope = self._scope_for(msg, headers, record)
-        out_headers = [(b"mcp-session-id", record.id.encode())] if record is not None else []
-        live = self.rt.live.get(record.id) if record is not None else None
-        exchange = HttpExchange(send, out_headers, self.keepalive_s, sink=self._sink(record),
-                                client_requests=self._client_request(live) if live is not None else None)
+        if record is None:
+            exchange = HttpExchange(send, [], self.keepalive_s)
+        else:
+            exchange = HttpExchange(send, [(b"mcp-session-id", record.id.encode())], self.keepalive_s,
+                                    sink=self._sink(record), client_requests=partial(self._ask_client, record.id))
         rscope.outbound = exchange
-        body = await self._run(msg, rscope, live)
+        body = await self._run(msg, rscope, record.id if record is not None else None)
         if body is None:
             return
-        status, extra = self._scope_headers(rscope)
-        if rscope.error_code == JsonRpcErrorCode.ServiceUnavailable:
-            status = 503
-        await exchange.finish(body, status or 200, extra)
-        if live is not None and record is not None:
+        if rscope.error_code is None:
+            await exchange.finish(body)
+        else:
+            status, extra = self._scope_headers(rscope)
+            if rscope.error_code == JsonRpcErrorCode.ServiceUnavailable:
+                status = 503
+            await exchange.finish(body, status or 200, extra)
+        if record is not None:
             self.rt.live.forget_if_idle(record.id)
 
-    async def _run(self, msg: dict[str, Any], rscope: RequestScope, live: Live | None) -> bytes | None:
+    async def _run(self, msg: dict[str, Any], rscope: RequestScope, session_id: str | None) -> bytes | None:
         """Dispatch with cancellation by ``notifications/cancelled`` on the session."""
+        # The first step runs here: a handler that finishes without waiting could not have been
+        # cancelled, so only one that suspends is registered as in flight.
+        coro = self.dispatcher.handle(msg, rscope)
+        try:
+            step = coro.send(None)
+        except StopIteration as done:
+            return cast(bytes, done.value)
         rid = msg["id"]
         task = asyncio.current_task()
         entry = InFlight(task, rscope)
+        live = self.rt.live.get(session_id) if session_id is not None else None
         if live is not None:
             live.inflight[rid] = entry
         try:
-            return await self.dispatcher.handle(msg, rscope)
+            return await _resume(coro, step)
         except asyncio.CancelledError:
             if entry.cancelled and task is not None and task.uncancel() == 0:
                 return error_response(rid, _err(JsonRpcErrorCode.RequestCancelled, "Request cancelled.",
@@ -454,31 +479,29 @@ class HttpTransport:
         """Hand a client's answer or cancellation to the instance whose handler waits for it."""
         self.dispatcher.notifier.publish({"kind": "route", "session": session_id, "message": msg})
 
-    def _client_request(self, live: Live) -> Callable[[HttpExchange, str, dict[str, Any] | None],
-                                                      Awaitable[dict[str, Any]]]:
-        timeout = self.rt.settings.client_request_timeout_ms / 1000
-
-        async def request(exchange: HttpExchange, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-            rid = f"srv-{next(live.ids)}"
-            fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-            live.pending[rid] = fut
-            message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-            if params is not None:
-                message["params"] = params
-            try:
-                exchange.post(message)
-                await exchange.drain()
-                return await asyncio.wait_for(fut, timeout)
-            except TimeoutError:
-                raise McpError(JsonRpcErrorCode.Timeout, f"The client did not answer {method} in time.") from None
-            finally:
-                live.pending.pop(rid, None)
-
-        return request
+    async def _ask_client(self, session_id: str, exchange: HttpExchange, method: str,
+                          params: dict[str, Any] | None) -> dict[str, Any]:
+        """Send a request to the client on ``exchange`` and wait for its answer (which may be
+        posted to any instance: it is routed back here)."""
+        live = self.rt.live.get(session_id)
+        rid = f"srv-{next(live.ids)}"
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        live.pending[rid] = fut
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            exchange.post(message)
+            await exchange.drain()
+            return await asyncio.wait_for(fut, self.rt.settings.client_request_timeout_ms / 1000)
+        except TimeoutError:
+            raise McpError(JsonRpcErrorCode.Timeout, f"The client did not answer {method} in time.") from None
+        finally:
+            live.pending.pop(rid, None)
 
     async def _batch(self, scope: Scope, receive: Receive, send: Send, headers: RequestHeaders,
                      msgs: list[Any]) -> None:
-        sid = headers.get("mcp-session-id")
+        sid = headers.text(b"mcp-session-id")
         if not msgs:
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest, "An empty batch is not a valid request.")
             return
@@ -486,8 +509,8 @@ class HttpTransport:
         if record is False:
             return
         assert record is None or isinstance(record, SessionRecord)
-        version = record.protocol_version if record is not None else headers.get(
-            "mcp-protocol-version", "2025-03-26").strip()
+        version = record.protocol_version if record is not None else (
+            headers.text(b"mcp-protocol-version") or "2025-03-26").strip()
         if not supports_batches(version):
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
                          f"Bad Request: JSON-RPC batches are not part of protocol {version}.")
@@ -513,23 +536,25 @@ class HttpTransport:
             await _accepted(send)
             return
         out_headers = [(b"mcp-session-id", record.id.encode())] if record is not None else []
-        live = self.rt.live.get(record.id) if record is not None else None
         exchange = HttpExchange(send, out_headers, self.keepalive_s, sink=self._sink(record),
-                                client_requests=self._client_request(live) if live is not None else None)
+                                client_requests=partial(self._ask_client, record.id) if record is not None else None)
+        session_id = record.id if record is not None else None
 
         async def one(m: dict[str, Any]) -> bytes | None:
             rscope = self._scope_for(m, headers, record)
             rscope.outbound = exchange
-            return await self._run(m, rscope, live)
+            return await self._run(m, rscope, session_id)
 
         results = await asyncio.gather(*(one(m) for m in requests))
         parts = errors + [r for r in results if r is not None]
         await exchange.finish(b"[" + b",".join(parts) + b"]")
+        if session_id is not None:
+            self.rt.live.forget_if_idle(session_id)
 
     # -- GET: the standalone stream -------------------------------------------------------------
 
     async def _get(self, scope: Scope, receive: Receive, send: Send, headers: RequestHeaders) -> None:
-        if not accepts(headers.get("accept"), "text/event-stream"):
+        if not accepts(headers.get(b"accept"), "text/event-stream"):
             await _error(send, 406, JsonRpcErrorCode.InvalidRequest, "Not Acceptable: use text/event-stream.")
             return
         if self.mode == "stateless":
@@ -537,7 +562,7 @@ class HttpTransport:
                          "Method Not Allowed: this server keeps no sessions, so it has no standalone stream.",
                          headers=[(b"allow", b"POST")])
             return
-        sid = headers.get("mcp-session-id")
+        sid = headers.text(b"mcp-session-id")
         if sid is None:
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: Mcp-Session-Id header is required.")
             return
@@ -548,7 +573,7 @@ class HttpTransport:
         if not self._version_ok(headers):
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: unsupported MCP-Protocol-Version.")
             return
-        last = headers.get("last-event-id")
+        last = headers.text(b"last-event-id")
         parsed = split_event_id(last.strip()) if last else None
         if last and (parsed is None or self.rt.events is None):
             log.info("Last-Event-ID %r is not resumable here; replaying nothing", last[:100])
@@ -684,7 +709,7 @@ class HttpTransport:
             await _error(send, 405, JsonRpcErrorCode.InvalidRequest, "Method Not Allowed: there are no sessions.",
                          headers=[(b"allow", b"POST")])
             return
-        sid = headers.get("mcp-session-id")
+        sid = headers.text(b"mcp-session-id")
         if sid is None:
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: Mcp-Session-Id header is required.")
             return
@@ -707,13 +732,28 @@ class HttpTransport:
 STANDALONE = "g"
 
 
-def _trace(headers: dict[str, str]) -> dict[str, str] | None:
-    tp = headers.get("traceparent")
+def _replay(first: Message, receive: Receive) -> Receive:
+    """``receive`` with ``first``, already taken, given back first."""
+    pending: list[Message] = [first]
+
+    async def again() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return again
+
+
+_ACCEPT_BOTH = frozenset({b"application/json, text/event-stream", b"application/json,text/event-stream",
+                          b"text/event-stream, application/json", b"text/event-stream,application/json"})
+
+
+def _trace(headers: RequestHeaders) -> dict[str, str] | None:
+    tp = headers.text(b"traceparent")
     if tp is None:
         return None
     out = {"traceparent": tp}
-    if "tracestate" in headers:
-        out["tracestate"] = headers["tracestate"]
+    state = headers.text(b"tracestate")
+    if state is not None:
+        out["tracestate"] = state
     return out
 
 
@@ -761,21 +801,42 @@ async def _until_disconnect(receive: Receive) -> None:
             return
 
 
-class _Watch:
-    """Starts the disconnect watcher of one request lazily."""
+async def _watched(coro: Coroutine[Any, Any, bytes], step: Any, receive: Receive,
+                   rscope: RequestScope) -> bytes | None:
+    """Finish ``coro``, suspended at ``step``, while watching the request stream: ``None`` when
+    the client closed it (the handler is cancelled)."""
+    owner = asyncio.current_task()
+    entry = InFlight(owner, rscope)
+    watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, entry))
+    try:
+        return await _resume(coro, step)
+    except asyncio.CancelledError:
+        if entry.cancelled and owner is not None and owner.uncancel() == 0:
+            return None
+        raise
+    finally:
+        watcher.cancel()
 
-    __slots__ = ("entry", "owner", "receive", "scope", "task")
 
-    def __init__(self, receive: Receive, scope: RequestScope, owner: asyncio.Task[Any] | None) -> None:
-        self.receive = receive
-        self.scope = scope
-        self.owner = owner
-        self.entry: InFlight | None = None
-        self.task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self.entry = InFlight(self.owner, self.scope)
-        self.task = asyncio.get_running_loop().create_task(_watch_disconnect(self.receive, self.entry))
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, bytes], step: Any) -> Generator[Any, Any, bytes]:
+    """Await the rest of ``coro``, whose first step already ran and yielded ``step``."""
+    while True:
+        try:
+            sent = yield step
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                step = coro.throw(exc)
+            except StopIteration as done:
+                return cast(bytes, done.value)
+        else:
+            try:
+                step = coro.send(sent)
+            except StopIteration as done:
+                return cast(bytes, done.value)
 
 
 async def _watch_disconnect(receive: Receive, entry: InFlight) -> None:
