@@ -13,13 +13,20 @@ A library with a narrow interface; the transport wires it in:
 
 Every signature check is PyJWT's (``jwt.decode`` with explicit ``algorithms``); nothing here
 verifies a signature by hand.
+
+PyJWT, cryptography and httpx are imported with the first authenticator (or the first use of
+:class:`JwtAuthenticator`, :class:`OAuthAuthenticator` or ``MIN_SECRET_LENGTH``), so an app with
+``MCP_AUTH_MODE=none`` never loads them.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from .base import MAX_TOKEN_BYTES, Authenticator, parse_bearer, single_authorization
 from .claims import TENANT_ID_MAX_LENGTH, auth_info_from_claims, is_valid_tenant_id, scopes_from_claims
 from .errors import AuthError, AuthErrorCode, AuthStatus
 from .factory import create_authenticator
-from .jwt_auth import MIN_SECRET_LENGTH, JwtAuthenticator
 from .metadata import (
     PRM_CACHE_CONTROL,
     WELL_KNOWN_PRM,
@@ -29,8 +36,11 @@ from .metadata import (
     protected_resource_metadata,
     resource_identifier,
 )
-from .oauth import OAuthAuthenticator
 from .scopes import HasAuth, check_scopes, has_scopes
+
+if TYPE_CHECKING:
+    from .jwt_auth import MIN_SECRET_LENGTH, JwtAuthenticator
+    from .oauth import OAuthAuthenticator
 
 __all__ = [
     "MAX_TOKEN_BYTES",
@@ -59,3 +69,20 @@ __all__ = [
     "scopes_from_claims",
     "single_authorization",
 ]
+
+_LAZY = {"MIN_SECRET_LENGTH": "jwt_auth", "JwtAuthenticator": "jwt_auth", "OAuthAuthenticator": "oauth"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
-
-import jwt
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..context import AuthInfo
 from .errors import AuthError
+
+if TYPE_CHECKING:  # PyJWT (and cryptography under it) load with the first authenticator only
+    import jwt
 
 __all__ = ["MAX_TOKEN_BYTES", "Authenticator", "parse_bearer", "single_authorization"]
 
@@ -85,6 +86,8 @@ def parse_bearer(authorization: str | None) -> str:
 
 def unverified_header(token: str) -> dict[str, Any]:
     """The JOSE header (only to choose the key and refuse algorithms early; nothing is trusted)."""
+    import jwt
+
     try:
         header = jwt.get_unverified_header(token)
     except (jwt.PyJWTError, ValueError, TypeError, KeyError):
@@ -97,6 +100,8 @@ def unverified_header(token: str) -> dict[str, Any]:
 
 def map_jwt_error(exc: jwt.PyJWTError) -> AuthError:
     """The documented :class:`AuthError` for a PyJWT verification failure (no library text leaks)."""
+    import jwt
+
     if isinstance(exc, jwt.ExpiredSignatureError):
         return AuthError.invalid_token("Token has expired.", reason="expired")
     if isinstance(exc, jwt.ImmatureSignatureError):

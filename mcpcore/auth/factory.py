@@ -5,14 +5,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-import httpx
-
 from ..errors import ConfigurationError
 from .base import Authenticator
-from .jwt_auth import JwtAuthenticator
-from .oauth import OAuthAuthenticator
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..config import Settings
 
 __all__ = ["create_authenticator"]
@@ -46,10 +44,15 @@ def create_authenticator(
             log.info("MCP_AUTH_DISABLE_SCOPE_CHECKS has no effect with MCP_AUTH_MODE=none")
         return None
     auth: Authenticator
+    # The modes' modules import PyJWT, cryptography and httpx: only an app that needs them pays.
     if mode == "jwt":
+        from .jwt_auth import JwtAuthenticator
+
         auth = JwtAuthenticator(settings.auth_secret_key, issuer=settings.jwt_expected_issuer,
                                 audience=settings.jwt_expected_audience)
     elif mode == "oauth":
+        from .oauth import OAuthAuthenticator
+
         auth = OAuthAuthenticator(
             issuer=settings.oauth_issuer_url,
             audience=settings.oauth_audience,

@@ -6,7 +6,9 @@ sent as ``application/json``. The first posted message switches the response to
 the common path as cheap as a plain JSON API.
 
 On a resumable stream every event is appended to the session's event buffer before it is
-written, by a task of its own, so a slow client never delays what is stored for a resume.
+written, by a task of its own, so a slow client never delays what is stored for a resume. The
+memory buffer stores synchronously, so the pump frames each event with its id in one step; what
+the pump queued while the writer was busy goes out as one write.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
+from random import getrandbits as _randbits
 from typing import Any
 
 from .. import _json
-from ..sessions.events import PRIME, EventBuffer
+from ..sessions.events import END, PRIME, EventBuffer, MemoryEventBuffer, SessionEvents
 from .sse import SseWriter, event
 
-__all__ = ["HttpExchange", "StreamSink", "json_response", "priming_event"]
+__all__ = ["HttpExchange", "StreamSink", "json_response", "new_stream_id", "priming_event"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -36,28 +39,93 @@ async def json_response(send: Send, status: int, body: bytes, headers: list[tupl
 
 def priming_event(event_id: str, retry_ms: int | None) -> bytes:
     """An event with an id and empty data (2025-11-25): the client's resume point from the start."""
-    retry = b"retry: " + str(retry_ms).encode() + b"\n" if retry_ms is not None else b""
-    return b"id: " + event_id.encode() + b"\n" + retry + b"data: \n\n"
+    if retry_ms is None:
+        return b"id: %b\ndata: \n\n" % event_id.encode()
+    return b"id: %b\nretry: %d\ndata: \n\n" % (event_id.encode(), retry_ms)
+
+
+def new_stream_id() -> str:
+    """A stream id: 48 random bits, unique within a session. It selects a stream of a session
+    whose id the client must present anyway, so it needs no cryptographic randomness (which
+    costs a system call)."""
+    return f"{_randbits(48):012x}"
 
 
 class StreamSink:
-    """Where one resumable stream's events are stored (a session's buffer, one stream id)."""
+    """Where one resumable stream's events are stored (a session's buffer, one stream id).
 
-    __slots__ = ("buffer", "prime", "retry_ms", "session_id", "stream_id")
+    The stream id is drawn when first needed (most requests are answered with plain JSON and
+    never need one). ``sync`` is true for the memory buffer: then the ``*_nowait`` methods store
+    an event and frame it with its id without awaiting."""
 
-    def __init__(self, buffer: EventBuffer, session_id: str, stream_id: str, *, prime: bool,
+    __slots__ = ("_events", "_id", "_stream_id", "buffer", "prime", "retry_ms", "session_id", "sync")
+
+    def __init__(self, buffer: EventBuffer, session_id: str, stream_id: str | None = None, *, prime: bool,
                  retry_ms: int | None) -> None:
         self.buffer = buffer
         self.session_id = session_id
-        self.stream_id = stream_id
+        self._stream_id = stream_id
         self.prime = prime
         self.retry_ms = retry_ms
+        self.sync = type(buffer) is MemoryEventBuffer
+        self._events: SessionEvents | None = None
+        self._id = b""  # b"id: <stream id>_"
+
+    @property
+    def stream_id(self) -> str:
+        sid = self._stream_id
+        if sid is None:
+            sid = self._stream_id = new_stream_id()
+        return sid
 
     async def append(self, data: bytes) -> str:
+        """Store one event; returns its id."""
+        if self.sync:
+            return f"{self.stream_id}_{self._open().add(self.stream_id, data)}"
         return await self.buffer.append(self.session_id, self.stream_id, data)
 
     async def end(self) -> None:
-        await self.buffer.end(self.session_id, self.stream_id)
+        if self.sync:
+            self.end_nowait()
+        else:
+            await self.buffer.end(self.session_id, self.stream_id)
+
+    async def event(self, data: bytes) -> bytes:
+        """Store ``data`` and return its SSE event, with the id."""
+        if self.sync:
+            return self.event_nowait(data)
+        return event(data, await self.buffer.append(self.session_id, self.stream_id, data))
+
+    async def priming(self) -> bytes:
+        """Store a priming event and return it."""
+        if self.sync:
+            return self.priming_nowait()
+        return priming_event(await self.buffer.append(self.session_id, self.stream_id, PRIME), self.retry_ms)
+
+    # -- the memory buffer, without awaiting ------------------------------------------------------
+
+    def _open(self) -> SessionEvents:
+        events = self._events
+        if events is None:
+            assert isinstance(self.buffer, MemoryEventBuffer)
+            events = self._events = self.buffer.open(self.session_id)
+            self._id = b"id: " + self.stream_id.encode() + b"_"
+        return events
+
+    def event_nowait(self, data: bytes) -> bytes:
+        events = self._events or self._open()
+        seq = events.add(self._stream_id or self.stream_id, data)
+        return b"event: message\n%b%d\ndata: %b\n\n" % (self._id, seq, data)
+
+    def priming_nowait(self) -> bytes:
+        events = self._events or self._open()
+        seq = events.add(self._stream_id or self.stream_id, PRIME)
+        if self.retry_ms is None:
+            return b"%b%d\ndata: \n\n" % (self._id, seq)
+        return b"%b%d\nretry: %d\ndata: \n\n" % (self._id, seq, self.retry_ms)
+
+    def end_nowait(self) -> None:
+        (self._events or self._open()).add(self._stream_id or self.stream_id, END, True)
 
 
 class HttpExchange:
@@ -94,18 +162,21 @@ class HttpExchange:
     async def _open(self) -> None:
         """Start SSE: the writer, and on a resumable stream the priming event."""
         self.writer = SseWriter(self._send, self._headers, self._keepalive_s)
-        if self.sink is not None and self.sink.prime:
-            eid = await self.sink.append(PRIME)
-            self._enqueue(priming_event(eid, self.sink.retry_ms))
+        sink = self.sink
+        if sink is not None and sink.prime:
+            self._enqueue(sink.priming_nowait() if sink.sync else await sink.priming())
 
     async def _pump(self) -> None:
+        sink = self.sink
         try:
             while self._queue:
                 data = self._queue.popleft()
                 if self.writer is None:
                     await self._open()
-                eid = await self.sink.append(data) if self.sink is not None else None
-                self._enqueue(event(data, eid))
+                if sink is None:
+                    self._enqueue(event(data))
+                else:
+                    self._enqueue(sink.event_nowait(data) if sink.sync else await sink.event(data))
         finally:
             self._pumping = None
 
@@ -116,9 +187,15 @@ class HttpExchange:
 
     async def _write(self) -> None:
         try:
-            while self._writeq:
+            q = self._writeq
+            while q:
                 assert self.writer is not None
-                await self.writer.write(self._writeq.popleft())
+                if len(q) == 1:
+                    chunk = q.popleft()
+                else:  # what queued up while the last write was under way: one send
+                    chunk = b"".join(q)
+                    q.clear()
+                await self.writer.write(chunk)
         finally:
             self._writing = None
 
@@ -149,16 +226,28 @@ class HttpExchange:
                 await self._send({"type": "http.response.start", "status": 202, "headers": [
                     (b"content-length", b"0"), *self._headers]})
                 await self._send({"type": "http.response.body", "body": b""})
-            else:
-                await json_response(self._send, status, body, self._headers + (extra_headers or []))
+            else:  # json_response, inlined: this is every JSON answer's path
+                h = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+                if self._headers:
+                    h += self._headers
+                if extra_headers:
+                    h += extra_headers
+                await self._send({"type": "http.response.start", "status": status, "headers": h})
+                await self._send({"type": "http.response.body", "body": body})
             return
-        if body is not None:
-            eid = await self.sink.append(body) if self.sink is not None else None
-            self._enqueue(event(body, eid))
-        if self.sink is not None:
-            await self.sink.end()
+        sink = self.sink
+        if sink is None:
+            final = event(body) if body is not None else b""
+        elif sink.sync:
+            final = sink.event_nowait(body) if body is not None else b""
+            sink.end_nowait()
+        else:  # a shared buffer: the result goes out while the end marker is being stored
+            final = b""
+            if body is not None:
+                self._enqueue(await sink.event(body))
+            await sink.end()
         await self.drain()
-        await self.writer.close()
+        await self.writer.close(final)  # the last event and the end of the response: one send
 
     def abandon(self) -> None:
         """The client is gone: drop anything still queued and stop writing."""
