@@ -11,7 +11,7 @@ from typing import Any
 
 from . import _json
 from ._version import __version__
-from .asgi_types import Receive, Scope, Send
+from .asgi_types import Message, Receive, Scope, Send
 from .auth import PRM_CACHE_CONTROL, create_authenticator, metadata_routes, protected_resource_metadata
 from .bus.memory import LocalBus
 from .config import SessionMode, Settings
@@ -145,6 +145,7 @@ class McpApp:
         self._http: HttpTransport | None = None
         self._legacy_sse: Any = None
         self._started = False
+        self._draining = False
         self._start_lock: asyncio.Lock | None = None
         self._exit: contextlib.AsyncExitStack | None = None
         self._mode: str | None = None
@@ -303,6 +304,12 @@ class McpApp:
         server shutting down is not held open by them; requests in flight still finish."""
         self.dispatcher.closing.set()
 
+    def end_keep_alive(self) -> None:
+        """From now on every response carries ``Connection: close``: once the server has stopped
+        listening, clients leave their keep-alive connections after their next answer instead of
+        writing a request into a connection the server is about to close."""
+        self._draining = True
+
     async def shutdown(self) -> None:
         """End streams, cancel in-flight work, close what startup opened."""
         if not self._started:
@@ -348,6 +355,8 @@ class McpApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
+            if self._draining:
+                send = _closing(send)
             if not self._started:
                 await self._ensure_started()
             http = self._http
@@ -458,6 +467,14 @@ class McpApp:
 
         serve(self, transport or self.settings.transport, host=host or self.settings.http_host,
               port=port if port is not None else self.settings.http_port)
+
+
+def _closing(send: Send) -> Send:
+    async def closing_send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
+        await send(message)
+    return closing_send
 
 
 async def _plain_json(send: Send, status: int, obj: Any) -> None:

@@ -104,7 +104,33 @@ def _draining_server_class() -> Any:
                     pass
             super().handle_exit(sig, frame)
 
+        async def shutdown(self, sockets: Any = None) -> None:
+            if self.mcp_app is not None:
+                for listener in self.servers:
+                    listener.close()
+                for sock in sockets or []:
+                    sock.close()
+                self.mcp_app.end_keep_alive()
+                await _quiesce(self.server_state)
+            await super().shutdown(sockets=sockets)
+
     return DrainingServer
+
+
+async def _quiesce(state: Any, quiet: float = 0.1, limit: float = 1.5) -> None:
+    """Wait, at most ``limit`` seconds, until no request has started for ``quiet`` seconds.
+
+    The listener is closed and every response now says ``Connection: close``, so busy clients
+    leave on their next response; only then are the remaining idle keep-alive connections
+    closed, which a client could otherwise be writing a request into at that very moment."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    seen = state.total_requests
+    while loop.time() < deadline and state.connections:
+        await asyncio.sleep(quiet)
+        if state.total_requests == seen:
+            return
+        seen = state.total_requests
 
 
 

@@ -150,3 +150,16 @@ async def test_sigterm_under_load_drains_within_five_seconds() -> None:
         assert statuses and all(s == 200 for s in statuses), set(results)
         assert "RemoteProtocolError" not in results and "ReadError" not in results
         assert proc.returncode in (0, -signal.SIGTERM)  # uvicorn re-raises the signal after a clean shutdown
+
+
+async def test_after_end_keep_alive_every_response_closes_its_connection() -> None:
+    app = example_app()
+    async with McpTestClient(app, era="modern") as c:
+        before = await c.http.get(c.url.replace("/mcp", "/healthz"))
+        assert "connection" not in before.headers
+        app.end_keep_alive()
+        params = c.envelope({"name": "search", "arguments": {"query": "red"}})
+        r = await c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params},
+                         c.headers("tools/call", params))
+        assert r.status_code == 200 and r.headers["connection"] == "close"
+        assert (await c.http.get(c.url.replace("/mcp", "/healthz"))).headers["connection"] == "close"
