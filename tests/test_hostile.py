@@ -22,7 +22,7 @@ from .servers import PROCESSES, run_server
 
 pytestmark = pytest.mark.anyio
 
-FUZZ_EXAMPLES = int(os.environ.get("MCPCORE_FUZZ_EXAMPLES", "600"))
+FUZZ_EXAMPLES = int(os.environ.get("MCPCORE_FUZZ_EXAMPLES", "3000"))
 METHODS = ["tools/call", "tools/list", "resources/read", "resources/list", "resources/templates/list", "prompts/get",
            "prompts/list", "completion/complete", "logging/setLevel", "ping", "server/discover",
            "subscriptions/listen", "resources/subscribe", "notifications/cancelled", "nope", ""]
