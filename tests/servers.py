@@ -27,9 +27,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def run_server(target: str = "examples.everything:app", env: dict[str, str] | None = None,
-               port: int | None = None) -> Iterator[str]:
-    """Serve ``target`` with ``mcpcore run`` on a free port; yields the MCP URL; stops it by PID."""
+def serve(target: str, env: dict[str, str] | None = None, port: int | None = None,
+          health_path: str = "/healthz") -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Serve any ASGI app ``target`` with ``mcpcore run`` on a free loopback port until
+    ``health_path`` answers 200; yields the base URL and the process, stopped by PID at the end
+    (SIGTERM, then SIGKILL after 10 s)."""
     port = port or free_port()
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
@@ -42,19 +44,17 @@ def run_server(target: str = "examples.everything:app", env: dict[str, str] | No
             if proc.poll() is not None:
                 log.seek(0)
                 err = log.read().decode(errors="replace")
-                raise RuntimeError(f"server exited with {proc.returncode}: {err[-2000:]}")
+                raise RuntimeError(f"{target} exited with {proc.returncode}: {err[-2000:]}")
             try:
-                if httpx.get(f"{base}/healthz", timeout=0.5).status_code == 200:
+                if httpx.get(base + health_path, timeout=0.5).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError("server did not start within 20 s")
+                raise RuntimeError(f"{target} did not start within 20 s")
             time.sleep(0.05)
-        PROCESSES[f"{base}/mcp"] = proc
-        yield f"{base}/mcp"
+        yield base, proc
     finally:
-        PROCESSES.pop(f"{base}/mcp", None)
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -63,3 +63,16 @@ def run_server(target: str = "examples.everything:app", env: dict[str, str] | No
                 proc.kill()
                 proc.wait()
         log.close()
+
+
+@contextlib.contextmanager
+def run_server(target: str = "examples.everything:app", env: dict[str, str] | None = None,
+               port: int | None = None) -> Iterator[str]:
+    """Serve ``target`` (an McpApp on ``/mcp``) with ``mcpcore run``; yields the MCP URL."""
+    with serve(target, env, port) as (base, proc):
+        url = f"{base}/mcp"
+        PROCESSES[url] = proc
+        try:
+            yield url
+        finally:
+            PROCESSES.pop(url, None)
