@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import datetime
 import sys
 import types
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from mcpcore import ConfigurationError, Context, ErrorContract, McpApp, Settings, prompt, resource, tool
+from mcpcore.definitions.schema import args_plan
 from mcpcore.definitions.tools import TOOL_ATTR
 
 
@@ -227,3 +229,26 @@ def test_app_decorators_register_directly() -> None:
 
     assert set(app.registry.tools) == {"one", "two"}
     assert "p" in app.registry.prompts and app.registry.templates[0].uri == "r://{id}"
+
+
+def _typed_params(text: str, n: Annotated[int, Field(ge=0)] = 3, tags: list[str] | None = None,
+                  when: datetime.date | None = None, mode: Literal["a", "b"] = "a") -> None: ...
+
+
+@pytest.mark.parametrize("args", [
+    {"text": "x"}, {"text": "x", "n": "4"}, {"text": "x", "n": -1}, {}, {"text": 1}, {"text": "x", "tags": ["a", 2]},
+    {"text": "x", "when": "2026-11-30"}, {"text": "x", "when": "nope"}, {"text": "x", "mode": "c"},
+    {"text": "x", "zzz": 1}, [], None, "text",
+])
+def test_signature_validation_matches_the_synthesised_model(args: Any) -> None:
+    plan = args_plan(_typed_params, "tool:t", model_name="T")
+    assert plan.fields_only  # the fast path is the one exercised
+    try:
+        expected: Any = dict(plan.model.__pydantic_validator__.validate_python(args).__dict__)
+    except ValidationError as exc:
+        expected = [e["loc"] for e in exc.errors()]
+    try:
+        got: Any = plan.kwargs(plan.validate(args))
+    except ValidationError as exc:
+        got = [e["loc"] for e in exc.errors()]
+    assert got == expected

@@ -6,10 +6,11 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, get_args, get_origin
+from typing import Any, Protocol, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from pydantic.json_schema import GenerateJsonSchema
+from pydantic_core import SchemaValidator
 
 from ..errors import ConfigurationError
 
@@ -71,6 +72,10 @@ def is_context_annotation(ann: Any) -> bool:
     return isinstance(ann, type) and issubclass(ann, Context)
 
 
+class InputValidator(Protocol):
+    def validate_python(self, input: Any, /) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ArgsPlan:
     """How a callable's arguments are built from validated input.
@@ -84,11 +89,33 @@ class ArgsPlan:
     names: tuple[str, ...]
     ctx_param: str | None
     field_keys: frozenset[str]
+    validator: InputValidator
+    fields_only: bool = False
 
-    def kwargs(self, validated: BaseModel) -> dict[str, Any]:
+    def validate(self, args: Any) -> Any:
+        """Validate the input (``ValidationError`` when it does not fit); pass the result to
+        :meth:`kwargs`."""
+        return self.validator.validate_python(args)
+
+    def kwargs(self, validated: Any) -> dict[str, Any]:
         if self.model_param is not None:
             return {self.model_param: validated}
+        if self.fields_only:
+            return dict(validated[0])
         return dict(validated.__dict__)  # the synthesised model holds exactly the parameters
+
+
+def _fields_validator(model: type[BaseModel]) -> SchemaValidator | None:
+    """For a model synthesised from a signature: a validator of its fields alone, with the same
+    rules and errors, that yields ``(values, extra, fields_set)`` without building an instance
+    nobody reads (``None`` when the schema is not the plain shape this relies on)."""
+    core = model.__pydantic_core_schema__
+    if core.get("type") != "model" or core.get("custom_init") or core.get("post_init"):
+        return None
+    inner = core["schema"]
+    if inner.get("type") != "model-fields" or inner.get("model_validators"):
+        return None
+    return SchemaValidator(inner, core.get("config"))
 
 
 def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_model: bool = True,
@@ -116,7 +143,7 @@ def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_mode
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             model = ann
             keys = frozenset(_field_keys(model))
-            return ArgsPlan(model, params[0].name, (), ctx_param, keys)
+            return ArgsPlan(model, params[0].name, (), ctx_param, keys, model.__pydantic_validator__)
     fields: dict[str, Any] = {}
     for p in params:
         if p.name.startswith("_"):
@@ -131,7 +158,9 @@ def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_mode
         model = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
     except Exception as exc:
         raise ConfigurationError(f"{owner}: cannot build an input schema from its parameters: {exc}") from exc
-    return ArgsPlan(model, None, tuple(fields), ctx_param, frozenset(_field_keys(model)))
+    fv = _fields_validator(model)
+    return ArgsPlan(model, None, tuple(fields), ctx_param, frozenset(_field_keys(model)),
+                    fv if fv is not None else model.__pydantic_validator__, fv is not None)
 
 
 def _field_keys(model: type[BaseModel]) -> set[str]:

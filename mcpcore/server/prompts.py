@@ -34,7 +34,7 @@ async def get_prompt(d: Dispatcher, params: dict[str, Any], scope: RequestScope)
     if unknown:
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown argument(s) for prompt {name}: {', '.join(unknown)}.")
     try:
-        validated = p.args.model.__pydantic_validator__.validate_python(args)
+        validated = p.args.validate(args)
     except ValidationError as exc:
         e = exc.errors()[0]
         where = ".".join(str(x) for x in e["loc"])

@@ -53,7 +53,7 @@ async def read_resource(d: Dispatcher, params: dict[str, Any], scope: RequestSco
     res, variables = found
     d.check_scopes(res.auth, scope)
     try:
-        validated = res.args.model.__pydantic_validator__.validate_python(variables)
+        validated = res.args.validate(variables)
     except ValidationError as exc:
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Invalid URI for {res.uri}: "
                        f"{exc.errors()[0]['msg']}", {"uri": uri}) from exc

@@ -65,7 +65,7 @@ async def call_tool(d: Dispatcher, params: dict[str, Any], scope: RequestScope) 
                 (), scope.request_id)
         args = {k: v for k, v in args.items() if k not in stray}
     try:
-        validated = plan.model.__pydantic_validator__.validate_python(args)
+        validated = plan.validator.validate_python(args)
     except ValidationError as exc:
         issues = _issues(exc)
         first = issues[0] if issues else {"path": "", "message": "invalid"}

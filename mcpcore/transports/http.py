@@ -13,7 +13,7 @@ import logging
 import types
 from collections.abc import Coroutine, Generator
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from .. import _json
 from ..asgi_types import Message, Receive, Scope, Send
@@ -446,7 +446,8 @@ class HttpTransport:
         try:
             step = coro.send(None)
         except StopIteration as done:
-            return cast(bytes, done.value)
+            result: bytes = done.value
+            return result
         rid = msg["id"]
         task = asyncio.current_task()
         entry = InFlight(task, rscope)
@@ -831,12 +832,14 @@ def _resume(coro: Coroutine[Any, Any, bytes], step: Any) -> Generator[Any, Any, 
             try:
                 step = coro.throw(exc)
             except StopIteration as done:
-                return cast(bytes, done.value)
+                result: bytes = done.value
+                return result
         else:
             try:
                 step = coro.send(sent)
             except StopIteration as done:
-                return cast(bytes, done.value)
+                result = done.value
+                return result
 
 
 async def _watch_disconnect(receive: Receive, entry: InFlight) -> None:
