@@ -1342,6 +1342,10 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     (out_dir / "results.md").write_text(md)
     print()
     print(md)
+    if not args.smoke and args.scenarios is None and args.servers is None and out_dir.resolve() == OUT_DIR.resolve():
+        from .readme import update_readme
+        if update_readme(report, ROOT / "README.md", str(OUT_DIR.relative_to(ROOT))):
+            log("updated the benchmark section of README.md")
     log(f"wrote {json_path}, {out_dir / 'results.md'}" + ("" if chart_note or args.no_chart
                                                            else f", {out_dir / 'chart.png'}")
         + f" in {elapsed:.0f} s")

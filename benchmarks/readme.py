@@ -1,0 +1,91 @@
+"""The README's benchmark section, rendered from a run's ``results.json``.
+
+``make bench`` (writing to the default ``docs/bench``) rewrites the part of ``README.md`` between
+the two markers below, so the README always shows the latest committed run; a test checks that
+the two agree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+START = "<!-- bench:start (written by make bench from docs/bench/results.json) -->"
+END = "<!-- bench:end -->"
+
+SCENARIOS = ["call_2026", "call_2025", "call_2025_redis", "call_logging_sse", "tools_list", "resources_read"]
+PEERS = [("starlette", "bare Starlette"), ("asgi", "pure ASGI (limit)"), ("sdk", "mcp SDK 2.3"),
+         ("sdk_low", "mcp SDK 2.3 low-level"), ("fastmcp", "FastMCP 4.2")]
+
+
+def _x(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f}x"
+
+
+def render_section(report: dict[str, Any], results_dir: str = "docs/bench") -> str:
+    """The markdown between the markers (markers included)."""
+    meta = report["meta"]
+    m = meta["machine"]
+    s = meta["settings"]
+    src = meta["source"]
+    res = report["results"]
+    rat = report["ratios"]
+    out = [START, ""]
+    out.append(f"Latest run: {meta['date']}, {m['nproc']} x {m['cpu_model']}, {m.get('mem_gb')} GB, "
+               f"Linux {m['kernel']}, Python {m['python']}, commit {src['commit']}; "
+               f"`{meta['command']}`. Each server alone under uvicorn (uvloop, httptools, one worker) on one "
+               f"pinned core, wrk ({s['connections']} connections) on the other; medians of {s['repeat']} runs of "
+               f"{s['duration']} s. Ratios are mcpcore's req/s over the other server's, from the same run "
+               f"(higher is better); the Redis row compares with the in-memory servers' `call_2025`. "
+               f"All tables: [{results_dir}/results.md]({results_dir}/results.md).")
+    out.append("")
+    out.append("| scenario | mcpcore req/s | " + " | ".join(f"vs {label}" for _, label in PEERS)
+               + " | p99 vs bare Starlette |")
+    out.append("|---|---:|" + "---:|" * len(PEERS) + "---:|")
+    for sc in SCENARIOS:
+        r = res.get(sc)
+        mine = (r or {}).get("servers", {}).get("mcpcore", {})
+        if mine.get("status") != "ok":
+            continue
+        cells = [f"{r['title']} (`{sc}`)", f"{mine['rps']:,.0f}"]
+        for key, _ in PEERS:
+            cells.append(_x(rat.get(sc, {}).get(key, {}).get("rps")))
+        cells.append(_x(rat.get(sc, {}).get("starlette", {}).get("p99")))
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    idle = res.get("idle_sessions", {}).get("servers", {})
+    per = [f"{label} {idle[key]['kb_per_session']:.1f} KB" for key, label in
+           [("mcpcore", "mcpcore"), ("sdk", "mcp SDK 2.3"), ("fastmcp", "FastMCP 4.2")]
+           if idle.get(key, {}).get("status") == "ok"]
+    if idle.get("mcpcore", {}).get("status") == "ok":
+        out.append(f"Idle sessions: {idle['mcpcore']['opened']:,} idle 2025 sessions add "
+                   f"{idle['mcpcore']['delta_mb']:.1f} MB to mcpcore's RSS; per session: " + ", ".join(per) + ".")
+    buf = res.get("sse_buffer", {}).get("servers", {})
+    on, off = buf.get("buffer on", {}), buf.get("buffer off", {})
+    if on.get("status") == "ok" and off.get("status") == "ok":
+        out.append(f"Event buffer: resumability adds {off['rps'] / on['rps'] - 1:+.1%} to an SSE response "
+                   "(req/s with the buffer off over on).")
+    out.append("")
+    out.append("| issue 9 target | this run | verdict |")
+    out.append("|---|---:|---|")
+    for t in report["targets"]:
+        value = f"{t['value']:.2f}x" if t["unit"] == "x" else (
+            f"{t['value']:+.1%}" if t["unit"] == "frac" else f"{t['value']:.1f} {t['unit']}")
+        out.append(f"| {t['target']} | {value} | {t['verdict']} |")
+    out.append("")
+    out.append(f"![requests per second, mcpcore and the other servers]({results_dir}/chart.png)")
+    out.append("")
+    out.append(END)
+    return "\n".join(out)
+
+
+def update_readme(report: dict[str, Any], readme: Path, results_dir: str = "docs/bench") -> bool:
+    """Replace the marked section of ``readme``; ``False`` (nothing written) when it has no markers."""
+    text = readme.read_text(encoding="utf-8")
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        return False
+    new = text[:start] + render_section(report, results_dir) + text[end + len(END):]
+    if new != text:
+        readme.write_text(new, encoding="utf-8")
+    return True

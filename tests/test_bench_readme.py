@@ -1,0 +1,33 @@
+"""The README's benchmark section is the committed run's, and the updater touches nothing else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.readme import END, START, render_section, update_readme
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _report() -> dict:  # type: ignore[type-arg]
+    return json.loads((ROOT / "docs" / "bench" / "results.json").read_text())
+
+
+def test_readme_shows_the_committed_run() -> None:
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index(START):text.index(END) + len(END)]
+    assert section == render_section(_report())
+    assert "![requests per second" in section and "| issue 9 target |" in section
+
+
+def test_update_replaces_only_the_marked_section(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\nbefore\n\n{START}\nold numbers\n{END}\n\nafter\n")
+    assert update_readme(_report(), readme)
+    text = readme.read_text()
+    assert text.startswith("# Title\n\nbefore\n\n" + START) and text.endswith(END + "\n\nafter\n")
+    assert "old numbers" not in text and "| tools/call, 2026-07-28, JSON (`call_2026`) |" in text
+    plain = tmp_path / "PLAIN.md"
+    plain.write_text("no markers\n")
+    assert not update_readme(_report(), plain) and plain.read_text() == "no markers\n"
