@@ -199,12 +199,12 @@ class McpApp:
         return len(self.live)
 
     def _evicted(self, session_id: str) -> None:
+        # The session was deleted or evicted, here or (as the bus said) on another instance: end
+        # the streams this instance holds for it, and drop an in-process event buffer (a shared
+        # one was dropped by whoever ended the session, in the same write).
         self.live.release(session_id)
-        if self.events is not None:
-            try:
-                asyncio.get_running_loop().create_task(self.events.release(session_id))
-            except RuntimeError:
-                pass
+        if isinstance(self.events, MemoryEventBuffer):
+            self.events.release_nowait(session_id)
 
     def remove_tool(self, name: str) -> bool:
         """Unregister a tool; clients are not told (call ``app.notify.tools_changed()``)."""
@@ -323,10 +323,15 @@ class McpApp:
             self._exit = None
 
     async def _sweep(self) -> None:
+        period = max(1.0, min(60.0, self.settings.session_idle_ms / 3000))
+        keep_alive = getattr(self.sessions, "keep_alive", None)
         while True:
-            await asyncio.sleep(60)
+            await asyncio.sleep(period)
             try:
                 await self.sessions.sweep()
+                if keep_alive is not None:
+                    for sid in await keep_alive(self.live.busy_ids()):
+                        self._evicted(sid)
             except Exception:
                 log.warning("session sweep failed", exc_info=True)
 

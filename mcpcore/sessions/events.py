@@ -158,6 +158,10 @@ class MemoryEventBuffer:
             await waiter.wait()
 
     async def release(self, session_id: str) -> None:
+        self.release_nowait(session_id)
+
+    def release_nowait(self, session_id: str) -> None:
+        """:meth:`release` without awaiting (nothing here waits)."""
         s = self._sessions.pop(session_id, None)
         if s is not None and s.changed is not None:
             s.changed.set()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
 import orjson
@@ -28,8 +28,9 @@ __all__ = ["INVALIDATION_KIND", "InvalidationBus", "RedisSessionStore", "redis_u
 T = TypeVar("T")
 
 INVALIDATION_KIND = "session"
-"""Bus events ``{"kind": "session", "id": <session id>}``: that record changed or is gone;
-every instance drops its cached copy."""
+"""Bus events ``{"kind": "session", "id": <session id>}``: that record changed, and every
+instance drops its cached copy; with ``"gone": true`` the session was deleted or evicted, and
+every instance also releases what it holds for it (``on_evict``: its open streams end)."""
 
 # Create atomically: the identity's room check, then the global one (each dropping expired index
 # entries first and evicting its least recently used session idle long enough), record, indexes.
@@ -53,7 +54,7 @@ local function room(index, cap)
   redis.call('DEL', prefix .. oldest[1] .. '}:rec', prefix .. oldest[1] .. '}:events')
   out[#out + 1] = oldest[1]
   if ARGV[9] ~= '' then
-    redis.call('PUBLISH', ARGV[9], '{"kind":"session","id":"' .. oldest[1] .. '"}')
+    redis.call('PUBLISH', ARGV[9], '{"kind":"session","id":"' .. oldest[1] .. '","gone":true}')
   end
   return true
 end
@@ -156,6 +157,8 @@ class RedisSessionStore:
       publish ``{"kind": "session", "id": ...}`` on the bus channel in the same round trip as
       the write, after it, so before the caller answers its client. Every instance (this one
       included) drops its copy when the event arrives; the next request there reads Redis.
+      Deletions and evictions say ``"gone": true``, and every instance then calls
+      ``on_evict``, which ends the streams it holds open for that session.
     * *Bus health.* The cache is used only while the bus is :attr:`~InvalidationBus.caught_up`
       (subscribed, its connection the one it last verified, and no unread event waiting in the
       socket buffer). When the bus loses or re-establishes its subscription it resets: the whole
@@ -216,9 +219,20 @@ class RedisSessionStore:
         if event.get("kind") == INVALIDATION_KIND:
             sid = event.get("id")
             if type(sid) is str:
-                self._forget(sid)
+                if event.get("gone") is True:
+                    self._gone(sid)
+                else:
+                    self._forget(sid)
 
-    def _announcement(self, session_id: str) -> bytes:
+    def _gone(self, session_id: str) -> None:
+        """The session was deleted or evicted (here, or on another instance as the bus says)."""
+        self._forget(session_id)
+        if self.on_evict is not None:
+            self.on_evict(session_id)
+
+    def _announcement(self, session_id: str, gone: bool = False) -> bytes:
+        if gone:
+            return orjson.dumps({"kind": INVALIDATION_KIND, "id": session_id, "gone": True})
         return orjson.dumps({"kind": INVALIDATION_KIND, "id": session_id})
 
     # -- the cache ------------------------------------------------------------------------------
@@ -283,7 +297,7 @@ class RedisSessionStore:
                 orjson.dumps(record.to_json()), self.idle_ms, now, self.max_sessions, self.evict_after_ms,
                 f"{{{self.ns}:s:", record.id, self.max_per_identity, self._channel]))
             for evicted in res[1:]:
-                self._forget(evicted.decode() if isinstance(evicted, bytes) else str(evicted))
+                self._gone(evicted.decode() if isinstance(evicted, bytes) else str(evicted))
             status = int(res[0])
             if status == -1:
                 raise SessionCapacityError(self.max_per_identity)
@@ -330,6 +344,17 @@ class RedisSessionStore:
         finally:
             self._end(session_id, load)
 
+    async def keep_alive(self, session_ids: Iterable[str]) -> list[str]:
+        """Slide the expiry of sessions this instance is serving a stream or a long request
+        for, as their requests would (Redis expires a record on its own, however busy the
+        session is here); returns the ids whose records are gone."""
+        gone = []
+        for sid in session_ids:
+            entry = self._cache.get(sid)
+            if await self._load(sid, entry.record.identity if entry is not None else None) is None:
+                gone.append(sid)
+        return gone
+
     async def save(self, record: SessionRecord) -> None:
         """Write the record and announce the change (one round trip, the announcement after the
         write). The local copy is dropped too: the next request here re-reads Redis."""
@@ -356,7 +381,7 @@ class RedisSessionStore:
                 pipe.delete(self._key(session_id))
                 pipe.zrem(self.index, session_id)
                 if self._channel:
-                    pipe.publish(self._channel, self._announcement(session_id))
+                    pipe.publish(self._channel, self._announcement(session_id, gone=True))
                 res = await guarded(pipe.execute())
         finally:
             self._forget(session_id)

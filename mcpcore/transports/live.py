@@ -77,6 +77,10 @@ class LiveSessions:
         """Sessions with something open in this process (a stream or a request in flight)."""
         return len(self._items)
 
+    def busy_ids(self) -> list[str]:
+        """The sessions with a stream open or work in flight here."""
+        return [sid for sid, live in self._items.items() if live.busy]
+
     def is_busy(self, session_id: str) -> bool:
         live = self._items.get(session_id)
         return live is not None and live.busy

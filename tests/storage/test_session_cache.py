@@ -159,6 +159,38 @@ async def test_delete_on_one_instance_is_404_on_another(redis_url: str) -> None:
         assert (await ca.post(LIST, ca.headers())).status_code == 404
 
 
+async def test_delete_on_one_instance_ends_the_get_stream_held_on_another(redis_url: str) -> None:
+    a, b = redis_pair(redis_url)
+    async with instances(a, b), McpTestClient(a) as ca, on(b, ca) as cb:
+        resp, events = await cb.open_stream()
+        assert resp.status_code == 200
+        assert (await asyncio.wait_for(anext(events), 5))["data"] == ""  # the priming event
+        reader = asyncio.ensure_future(anext(events, None))
+        await asyncio.sleep(0.05)
+        assert not reader.done()
+        assert (await ca.delete_session()).status_code == 200
+        assert await asyncio.wait_for(reader, 5) is None  # the stream ended, nothing more sent
+        await resp.aclose()
+        assert ca.session_id not in b.live._items
+
+
+async def test_an_open_stream_keeps_its_session_alive_and_ends_once_the_record_is_gone(redis_url: str) -> None:
+    """Redis expires records on its own, so the instance holding a session's GET stream slides
+    its expiry (as memory mode never evicts a busy session); a record that vanishes without an
+    announcement (expired, evicted by Redis, deleted by hand) ends the stream at the next sweep."""
+    a, b = redis_pair(redis_url, session_idle_ms=2000)
+    async with instances(a, b), McpTestClient(a) as ca, on(b, ca) as cb:
+        resp, events = await cb.open_stream()
+        assert (await asyncio.wait_for(anext(events), 5))["data"] == ""  # the priming event
+        reader = asyncio.ensure_future(anext(events, None))
+        await asyncio.sleep(3.5)  # past the idle time, with no request from the client
+        assert not reader.done()
+        assert (await ca.post(LIST, ca.headers())).status_code == 200
+        await a.sessions.r.delete(a.sessions._key(ca.session_id or ""))
+        assert await asyncio.wait_for(reader, 5) is None
+        await resp.aclose()
+
+
 async def test_save_and_delete_announce_before_returning(redis_url: str) -> None:
     """The announcement travels in the write's own round trip: it is already published (so on
     its way to every instance) when save/delete return."""
@@ -184,7 +216,7 @@ async def test_save_and_delete_announce_before_returning(redis_url: str) -> None
                     event = orjson.loads(msg["data"])
                     if event.get("kind") == "session" and event.get("id") == sid:
                         got.append(event)
-            assert got == [{"kind": "session", "id": sid}] * 2
+            assert got == [{"kind": "session", "id": sid}, {"kind": "session", "id": sid, "gone": True}]
         finally:
             await pubsub.aclose()
             await listener.aclose()
@@ -197,16 +229,21 @@ async def test_capacity_eviction_on_one_instance_invalidates_another(redis_url: 
     a = jwt_app(session_store="redis", redis_url=redis_url, max_sessions_per_identity=1)
     b = jwt_app(session_store="redis", redis_url=redis_url, max_sessions_per_identity=1)
     a.sessions.evict_after_ms = 0
+    released: list[str | None] = []
     auth = bearer(token(sub=carol))
     async with instances(a, b), McpTestClient(a, headers=auth) as first, on(b, first, headers=auth) as on_b:
         assert await on_b.list_tools()
         assert first.session_id in b.sessions._cache
         wait = announced(b, first.session_id or "")
+        evicted = b.sessions.on_evict
+        assert evicted is not None
+        b.sessions.on_evict = lambda sid: (released.append(sid), evicted(sid))[1]
         async with McpTestClient(a, headers=auth) as second:
             assert second.session_id != first.session_id
             await wait()
             assert (await on_b.post(LIST, on_b.headers())).status_code == 404
             assert await second.list_tools()
+        assert released == [first.session_id]
 
 
 async def test_expiry_slides_while_one_instance_serves_from_its_cache(redis_url: str) -> None:
