@@ -31,3 +31,14 @@ def test_update_replaces_only_the_marked_section(tmp_path: Path) -> None:
     plain = tmp_path / "PLAIN.md"
     plain.write_text("no markers\n")
     assert not update_readme(_report(), plain) and plain.read_text() == "no markers\n"
+
+
+def test_inprocess_driver_measures_every_app_on_both_eras() -> None:
+    import asyncio
+
+    from benchmarks.inprocess import MODULES, measure
+
+    for server in MODULES:
+        for era in ("2026", "2025"):
+            us = asyncio.run(measure(server, era, 50, 0))
+            assert 0 < us < 10_000, (server, era, us)
