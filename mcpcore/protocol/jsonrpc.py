@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal
 
 from .. import _json
@@ -103,3 +104,15 @@ def error_response(request_id: str | int | None, error: dict[str, Any]) -> bytes
     if request_id is None:
         return b'{"jsonrpc":"2.0","error":' + _json.dumps(error) + b"}"
     return b'{"jsonrpc":"2.0","id":' + _json.dumps(request_id) + b',"error":' + _json.dumps(error) + b"}"
+
+
+def settle(fut: asyncio.Future[dict[str, Any]], msg: dict[str, Any]) -> None:
+    """Resolve a server-to-client request with the client's JSON-RPC answer ``msg``: its
+    ``result`` (an object, else ``{}``), or its ``error`` raised as :class:`McpError`."""
+    if type(msg.get("error")) is dict:
+        e = msg["error"]
+        fut.set_exception(McpError(e.get("code", JsonRpcErrorCode.InternalError), str(e.get("message", "")),
+                                   e.get("data") if type(e.get("data")) is dict else None))
+    else:
+        result = msg.get("result")
+        fut.set_result(result if type(result) is dict else {})

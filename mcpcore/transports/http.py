@@ -22,7 +22,7 @@ from ..context import AuthInfo, RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import apply_envelope, check_headers
-from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, too_deep
+from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, settle, too_deep
 from ..protocol.versions import (
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
@@ -780,13 +780,7 @@ def deliver_route(live: Any, event: dict[str, Any]) -> bool:
     fut = entry.pending.get(str(msg.get("id")))
     if fut is None or fut.done():
         return False
-    if type(msg.get("error")) is dict:
-        e = msg["error"]
-        fut.set_exception(McpError(e.get("code", JsonRpcErrorCode.InternalError), str(e.get("message", "")),
-                                   e.get("data") if type(e.get("data")) is dict else None))
-    else:
-        result = msg.get("result")
-        fut.set_result(result if type(result) is dict else {})
+    settle(fut, msg)
     return True
 
 

@@ -20,7 +20,7 @@ from ..context import RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import read_envelope
-from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, too_deep
+from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, settle, too_deep
 from ..protocol.versions import META_PROTOCOL_VERSION, Era, supports_batches
 from ..runtime import Runtime
 from ..server.notify import notification_for
@@ -233,13 +233,7 @@ class MessagePump:
         fut = self.pending.get(str(msg["id"]))
         if fut is None or fut.done():
             return
-        if type(msg.get("error")) is dict:
-            e = msg["error"]
-            fut.set_exception(McpError(e.get("code", JsonRpcErrorCode.InternalError), str(e.get("message", "")),
-                                       e.get("data") if type(e.get("data")) is dict else None))
-        else:
-            result = msg.get("result")
-            fut.set_result(result if type(result) is dict else {})
+        settle(fut, msg)
 
     async def client_request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         self._ids += 1
