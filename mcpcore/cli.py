@@ -133,7 +133,6 @@ async def _quiesce(state: Any, quiet: float = 0.1, limit: float = 1.5) -> None:
         seen = state.total_requests
 
 
-
 def lint_command(target: str, *, output_format: str = "text", portability: str = "standard",
                  ignore: list[str] | None = None) -> int:
     """``mcpcore lint``: print the findings of ``target``'s definitions; 0 clean, 1 findings, 2 load errors."""
