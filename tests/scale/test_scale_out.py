@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import redis.asyncio as aioredis
 
 from mcpcore import McpError
 from mcpcore.testing import McpTestClient, parse_sse
-from tests.storage.conftest import _answers_ping
+from tests.storage.conftest import redis_again
 
 from .harness import Cluster, RoundRobinClient, cluster, kill
 
@@ -159,13 +158,7 @@ async def test_redis_restart_gives_503_then_recovers(tmp_path: Path) -> None:
                 ready = await c.http.get(url.rsplit("/mcp", 1)[0] + "/readyz")
                 assert ready.status_code == 503 and ready.json()["checks"]["sessions"] != "ok"
             assert statuses == [(503, -32000), (503, -32000)]
-            proc = subprocess.Popen(["redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-                                     "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                for _ in range(200):
-                    if _answers_ping(int(port)):
-                        break
-                    await asyncio.sleep(0.05)
+            async with redis_again(port):
                 r = await c.http.post(a, content=orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
                                       headers=c.headers())
                 assert r.status_code == 404  # Redis kept nothing: the session is gone, say so plainly
@@ -178,9 +171,6 @@ async def test_redis_restart_gives_503_then_recovers(tmp_path: Path) -> None:
                     assert ready.status_code == 200
                 async with RoundRobinClient([a, b]) as again:  # recovered, without restarting anything
                     assert await again.list_tools() and await again.list_tools()
-            finally:
-                proc.terminate()
-                proc.wait(10)
 
 
 async def test_get_stream_follows_subscriptions_made_on_other_instances(example: Cluster) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
@@ -9,7 +10,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,23 @@ def _answers_ping(port: int) -> bool:
             return s.recv(16).startswith(b"+PONG")
     except OSError:
         return False
+
+
+@asynccontextmanager
+async def redis_again(port: str) -> AsyncIterator[subprocess.Popen[bytes]]:
+    """``redis-server`` started again on ``port`` (a test stopped the one there), empty, once it
+    answers; stopped by PID on exit."""
+    proc = subprocess.Popen(["redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if _answers_ping(int(port)):
+                break
+            await asyncio.sleep(0.05)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 @contextmanager

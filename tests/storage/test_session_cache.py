@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import secrets
 import signal
-import subprocess
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -22,7 +21,7 @@ from mcpcore import McpApp, McpError
 from mcpcore.testing import McpTestClient
 from tests.auth.test_http_auth import bearer, jwt_app, token
 from tests.conftest import example_app
-from tests.storage.conftest import _answers_ping, redis_server
+from tests.storage.conftest import redis_again, redis_server
 
 pytestmark = pytest.mark.anyio
 
@@ -313,13 +312,7 @@ async def test_redis_down_is_503_even_for_a_cached_session(tmp_path: Path) -> No
             assert r.status_code == 503 and r.json()["error"]["code"] == -32000
             with pytest.raises(McpError):
                 await a.sessions.get(ca.session_id or "")
-            again = subprocess.Popen(["redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                for _ in range(200):
-                    if _answers_ping(int(port)):
-                        break
-                    await asyncio.sleep(0.05)
+            async with redis_again(port):
                 assert (await ca.post(LIST, ca.headers())).status_code == 404
                 for _ in range(200):
                     if a.bus.caught_up:
@@ -328,6 +321,3 @@ async def test_redis_down_is_503_even_for_a_cached_session(tmp_path: Path) -> No
                 assert a.bus.caught_up and len(a.sessions) == 0
                 async with McpTestClient(a) as fresh:
                     assert await fresh.list_tools()
-            finally:
-                again.terminate()
-                again.wait(10)
