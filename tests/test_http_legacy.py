@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcpcore import Context, McpApp, McpError, Settings, tool
+from mcpcore.sessions.base import SESSION_ID_RE, is_session_id
 from mcpcore.testing import McpTestClient, parse_sse
 
 from .conftest import example_app
@@ -58,6 +61,23 @@ async def test_missing_session_is_400_and_unknown_session_is_404() -> None:
         assert r.status_code == 404
         r = await c.post(body, {**H, "mcp-session-id": "not-a-session"})
         assert r.status_code == 404
+        assert c.session_id is not None
+        for near in (c.session_id.upper(), c.session_id[:-1] + "g", c.session_id[:-1].encode() + b"\xe9"):
+            r = await c.post(body, {**H, "mcp-session-id": near})
+            assert r.status_code == 404, near
+
+
+@given(st.one_of(st.text(max_size=70), st.text("0123456789abcdefABCDEF\n \u00e9", min_size=62, max_size=66)))
+def test_session_id_form_is_the_regex_full_match(value: str) -> None:
+    assert is_session_id(value) == (SESSION_ID_RE.fullmatch(value) is not None)
+
+
+async def test_answers_do_not_repeat_the_session_id() -> None:
+    """Only the answer to initialize carries Mcp-Session-Id; the client sends it, not the server."""
+    async with McpTestClient(example_app(session_mode="stateful")) as c:
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        r = await c.post(body, {**H, "mcp-session-id": c.session_id or ""})
+        assert r.status_code == 200 and "mcp-session-id" not in r.headers
 
 
 async def test_auto_mode_serves_sessionless_requests() -> None:

@@ -17,13 +17,16 @@ import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
 from random import getrandbits as _randbits
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _json
 from ..sessions.events import END, PRIME, EventBuffer, MemoryEventBuffer, SessionEvents
 from .sse import SseWriter, event
 
-__all__ = ["HttpExchange", "StreamSink", "json_response", "new_stream_id", "priming_event"]
+if TYPE_CHECKING:
+    from ..sessions.base import SessionRecord
+
+__all__ = ["HttpExchange", "SessionLink", "StreamSink", "json_response", "new_stream_id", "priming_event"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -128,25 +131,38 @@ class StreamSink:
         (self._events or self._open()).add(self._stream_id or self.stream_id, END, True)
 
 
+class SessionLink(Protocol):
+    """What an exchange on a 2025 session reaches only when it needs it: the buffer its stream
+    is stored in, and the client it may send requests to."""
+
+    def sink_for(self, record: SessionRecord) -> StreamSink | None: ...
+
+    async def ask_client(self, session_id: str, exchange: HttpExchange, method: str,
+                         params: dict[str, Any] | None) -> dict[str, Any]: ...
+
+
 class HttpExchange:
-    """The :class:`~mcpcore.context.Outbound` of one HTTP request."""
+    """The :class:`~mcpcore.context.Outbound` of one HTTP request.
 
-    __slots__ = ("_headers", "_keepalive_s", "_pumping", "_queue", "_send", "_writeq", "_writing",
-                 "client_requests", "finished", "sink", "writer")
+    Built for every request, so it holds only references: the queues and, on a session, the
+    stream's sink are made when the handler first posts (a JSON answer never needs them)."""
 
-    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]], keepalive_s: float,
-                 sink: StreamSink | None = None, client_requests: Any = None) -> None:
+    __slots__ = ("_keepalive_s", "_link", "_pumping", "_queue", "_record", "_send", "_writeq", "_writing",
+                 "finished", "sink", "writer")
+
+    def __init__(self, send: Send, keepalive_s: float, record: SessionRecord | None = None,
+                 link: SessionLink | None = None) -> None:
         self._send = send
-        self._headers = headers
         self._keepalive_s = keepalive_s
-        self._queue: deque[bytes] = deque()
-        self._writeq: deque[bytes] = deque()
+        self._record = record
+        self._link = link
+        self._queue: deque[bytes] | None = None
+        self._writeq: deque[bytes] | None = None
         self._pumping: asyncio.Task[None] | None = None
         self._writing: asyncio.Task[None] | None = None
         self.writer: SseWriter | None = None
         self.finished = False
-        self.sink = sink
-        self.client_requests = client_requests
+        self.sink: StreamSink | None = None
 
     @property
     def streaming(self) -> bool:
@@ -155,24 +171,30 @@ class HttpExchange:
     def post(self, message: dict[str, Any]) -> None:
         if self.finished:
             return
-        self._queue.append(_json.dumps(message))
+        q = self._queue
+        if q is None:
+            q = self._queue = deque()
+        q.append(_json.dumps(message))
         if self._pumping is None:
             self._pumping = asyncio.get_running_loop().create_task(self._pump())
 
     async def _open(self) -> None:
         """Start SSE: the writer, and on a resumable stream the priming event."""
-        self.writer = SseWriter(self._send, self._headers, self._keepalive_s)
-        sink = self.sink
+        self.writer = SseWriter(self._send, [], self._keepalive_s)
+        record = self._record
+        sink = self.sink = self._link.sink_for(record) if record is not None and self._link is not None else None
         if sink is not None and sink.prime:
             self._enqueue(sink.priming_nowait() if sink.sync else await sink.priming())
 
     async def _pump(self) -> None:
-        sink = self.sink
+        q = self._queue
+        assert q is not None
         try:
-            while self._queue:
-                data = self._queue.popleft()
+            while q:
+                data = q.popleft()
                 if self.writer is None:
                     await self._open()
+                sink = self.sink
                 if sink is None:
                     self._enqueue(event(data))
                 else:
@@ -181,14 +203,17 @@ class HttpExchange:
             self._pumping = None
 
     def _enqueue(self, chunk: bytes) -> None:
-        self._writeq.append(chunk)
+        q = self._writeq
+        if q is None:
+            q = self._writeq = deque()
+        q.append(chunk)
         if self._writing is None:
             self._writing = asyncio.get_running_loop().create_task(self._write())
 
     async def _write(self) -> None:
         try:
             q = self._writeq
-            while q:
+            while q:  # never None here: _enqueue made it
                 assert self.writer is not None
                 if len(q) == 1:
                     chunk = q.popleft()
@@ -207,13 +232,12 @@ class HttpExchange:
             await asyncio.shield(task)
 
     async def request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        if self.client_requests is None:
+        if self._record is None or self._link is None:
             from ..errors import JsonRpcErrorCode, McpError
 
             raise McpError(JsonRpcErrorCode.InvalidRequest,
                            "This request has no session, so the server cannot send requests to the client.")
-        result: dict[str, Any] = await self.client_requests(self, method, params)
-        return result
+        return await self._link.ask_client(self._record.id, self, method, params)
 
     async def finish(self, body: bytes | None, status: int = 200,
                      extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -224,12 +248,10 @@ class HttpExchange:
         if self.writer is None:
             if body is None:
                 await self._send({"type": "http.response.start", "status": 202, "headers": [
-                    (b"content-length", b"0"), *self._headers]})
+                    (b"content-length", b"0")]})
                 await self._send({"type": "http.response.body", "body": b""})
             else:  # json_response, inlined: this is every JSON answer's path
                 h = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-                if self._headers:
-                    h += self._headers
                 if extra_headers:
                     h += extra_headers
                 await self._send({"type": "http.response.start", "status": status, "headers": h})
@@ -252,7 +274,9 @@ class HttpExchange:
     def abandon(self) -> None:
         """The client is gone: drop anything still queued and stop writing."""
         self.finished = True
-        self._queue.clear()
-        self._writeq.clear()
+        if self._queue is not None:
+            self._queue.clear()
+        if self._writeq is not None:
+            self._writeq.clear()
         if self.writer is not None:
             self.writer.abandon()

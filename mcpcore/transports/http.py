@@ -12,7 +12,6 @@ import asyncio
 import logging
 import types
 from collections.abc import Coroutine, Generator
-from functools import partial
 from typing import Any
 
 from .. import _json
@@ -31,7 +30,7 @@ from ..protocol.versions import (
     supports_batches,
 )
 from ..runtime import Runtime
-from ..sessions.base import SESSION_ID_RE, SessionRecord, new_session_id
+from ..sessions.base import SessionRecord, is_session_id, new_session_id
 from ..sessions.events import PRIME, split_event_id
 from ..sessions.memory import SessionCapacityError
 from .exchange import HttpExchange, StreamSink, json_response, priming_event
@@ -248,7 +247,7 @@ class HttpTransport:
         rs = params.get("requestState")
         if type(rs) is str:
             rscope.request_state = rs
-        exchange = HttpExchange(send, [], self.keepalive_s)
+        exchange = HttpExchange(send, self.keepalive_s)
         rscope.outbound = exchange
         # Closing the stream cancels the request. Watching for that needs a task, started only
         # once the handler actually waits for something: its first step runs here, and a
@@ -298,7 +297,7 @@ class HttpTransport:
                 return False
             return None
         try:
-            record = await self.rt.sessions.get(sid) if len(sid) == 64 and SESSION_ID_RE.match(sid) else None
+            record = await self.rt.sessions.get(sid) if is_session_id(sid) else None
         except McpError as exc:
             await json_response(send, 503, error_response(rid, exc.to_wire()))
             return False
@@ -409,6 +408,10 @@ class HttpTransport:
         ``ctx.session_id`` as durable fails closed."""
         return new_session_id() if self.mode == "stateless" and self.rt.expose_stateless_session_id else None
 
+    def sink_for(self, record: SessionRecord) -> StreamSink | None:
+        """The sink of a new POST response stream on ``record`` (:class:`SessionLink`)."""
+        return self._sink(record)
+
     def _sink(self, record: SessionRecord | None, stream_id: str | None = None) -> StreamSink | None:
         """Where a stateful session's stream is buffered for resumption (``None``: not resumable)."""
         if record is None or self.rt.events is None:
@@ -419,11 +422,9 @@ class HttpTransport:
     async def _legacy_request(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any],
                               record: SessionRecord | None) -> None:
         rscope = self._scope_for(msg, headers, record)
-        if record is None:
-            exchange = HttpExchange(send, [], self.keepalive_s)
-        else:
-            exchange = HttpExchange(send, [(b"mcp-session-id", record.id.encode())], self.keepalive_s,
-                                    sink=self._sink(record), client_requests=partial(self._ask_client, record.id))
+        # The answer does not repeat Mcp-Session-Id: the client knows it (it sent it), and the
+        # protocol asks for it only on the response to initialize.
+        exchange = HttpExchange(send, self.keepalive_s, record, self)
         rscope.outbound = exchange
         body = await self._run(msg, rscope, record.id if record is not None else None)
         if body is None:
@@ -480,8 +481,8 @@ class HttpTransport:
         """Hand a client's answer or cancellation to the instance whose handler waits for it."""
         self.dispatcher.notifier.publish({"kind": "route", "session": session_id, "message": msg})
 
-    async def _ask_client(self, session_id: str, exchange: HttpExchange, method: str,
-                          params: dict[str, Any] | None) -> dict[str, Any]:
+    async def ask_client(self, session_id: str, exchange: HttpExchange, method: str,
+                         params: dict[str, Any] | None) -> dict[str, Any]:
         """Send a request to the client on ``exchange`` and wait for its answer (which may be
         posted to any instance: it is routed back here)."""
         live = self.rt.live.get(session_id)
@@ -536,9 +537,7 @@ class HttpTransport:
         if not requests and not errors:
             await _accepted(send)
             return
-        out_headers = [(b"mcp-session-id", record.id.encode())] if record is not None else []
-        exchange = HttpExchange(send, out_headers, self.keepalive_s, sink=self._sink(record),
-                                client_requests=partial(self._ask_client, record.id) if record is not None else None)
+        exchange = HttpExchange(send, self.keepalive_s, record, self)
         session_id = record.id if record is not None else None
 
         async def one(m: dict[str, Any]) -> bytes | None:
