@@ -65,6 +65,16 @@ def render_section(report: dict[str, Any], results_dir: str = "docs/bench") -> s
     if on.get("status") == "ok" and off.get("status") == "ok":
         out.append(f"Event buffer: resumability adds {off['rps'] / on['rps'] - 1:+.1%} to an SSE response "
                    "(req/s with the buffer off over on).")
+    for sc, what in (("instr_2026", "tools/call 2026-07-28"), ("instr_2025", "tools/call in a 2025 session")):
+        servers = res.get(sc, {}).get("servers", {})
+        mine = servers.get("mcpcore", {})
+        if mine.get("status") != "ok":
+            continue
+        others = [f"{label} {servers[key]['ir']:,.0f} ({mine['ir'] / servers[key]['ir']:.2f}x)" for key, label in PEERS
+                  if servers.get(key, {}).get("status") == "ok"]
+        out.append(f"Instructions per request under valgrind (`{sc}`, {what}; user space, does not vary between "
+                   f"runs; lower is better): mcpcore {mine['ir']:,.0f}; " + ", ".join(others)
+                   + " (in brackets: mcpcore's count over that server's).")
     out.append("")
     out.append("| issue 9 target | this run | verdict |")
     out.append("|---|---:|---|")

@@ -183,6 +183,15 @@ SCENARIOS: list[Scenario] = [
              env=SSE_ENV, log_level="info",
              variants={"buffer on": {"MCP_HTTP_RESUMABILITY": "true"},
                        "buffer off": {"MCP_HTTP_RESUMABILITY": "false"}}),
+    Scenario("instr_2026", "Instructions per tools/call, 2026-07-28 (valgrind)",
+             "call_2026's exact request, each server under valgrind's cachegrind: the instructions it "
+             "executes per request in user space (interpreter, extensions, uvloop, httptools; not the kernel). "
+             "Unlike req/s on a shared machine this count does not move between runs (see "
+             "benchmarks/instructions.py).",
+             "instructions", "modern", "tools/call", _echo(), "echo", ORDER),
+    Scenario("instr_2025", "Instructions per tools/call, 2025 stateful session (valgrind)",
+             "call_2025's exact request and session, counted as in instr_2026.",
+             "instructions", "legacy", "tools/call", _echo(), "echo", ORDER, env=SESSION_ENV),
     Scenario("idle_sessions", "RSS of idle 2025 sessions (memory store)",
              "Open N 2025 sessions (initialize + notifications/initialized) and leave them idle; RSS "
              "after minus RSS before (the server was warmed by opening and deleting 20 sessions).",
@@ -422,14 +431,16 @@ class Running:
 
 
 def start_server(server: Server, env_extra: dict[str, str], tools: Tools, workdir: Path,
-                 python: dict[str, Path], timeout: float = 60.0) -> Running:
+                 python: dict[str, Path], timeout: float = 60.0, wrapper: list[str] | None = None) -> Running:
+    """Start ``server`` under uvicorn, pinned (or under ``wrapper`` instead, unpinned)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_", "BENCH_", "REDIS_URL"))}
     env.update(BASE_ENV.get(server.key, {}))
     env.update(env_extra)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     log_path = workdir / f"{server.key}-{port}.log"
-    cmd = [*tools.server_prefix(), str(python["peers" if server.peers else "main"]), "-m", "uvicorn",
+    cmd = [*(tools.server_prefix() if wrapper is None else wrapper), str(python["peers" if server.peers else "main"]),
+           "-m", "uvicorn",
            "--app-dir", str(SERVERS_DIR), f"{server.module}:app", "--host", "127.0.0.1", "--port", str(port),
            "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
            "--timeout-graceful-shutdown", "3"]
@@ -1078,9 +1089,15 @@ def targets(results: dict[str, Any], rat: dict[str, Any]) -> list[dict[str, Any]
             continue
         r = rat.get(sid, {})
 
-        def per_cpu(b: str, r: dict[str, Any] = r) -> str:
+        instr = results.get(sid.replace("call_", "instr_"), {}).get("servers", {})
+
+        def per_cpu(b: str, r: dict[str, Any] = r, instr: dict[str, Any] = instr) -> str:
             v = r.get(b, {}).get("rps_cpu")
-            return f"per CPU-second: {v:.2f}x" if v else ""
+            note = f"per CPU-second: {v:.2f}x" if v else ""
+            mine, other = instr.get("mcpcore", {}), instr.get(b, {})
+            if mine.get("status") == "ok" and other.get("status") == "ok":
+                note += f"; instructions per request: {mine['ir'] / other['ir']:.2f}x"
+            return note
 
         add(f"{sid}: req/s vs bare Starlette >= 1.0x", r.get("starlette", {}).get("rps"), 1.0, True, "x",
             per_cpu("starlette"))
@@ -1181,6 +1198,9 @@ def render_markdown(report: dict[str, Any]) -> str:
             for key, r in servers.items():
                 if r.get("first_refusal"):
                     out.append(f"\n{key}: first refusal: `{r['first_refusal']}`")
+        elif sc.kind == "instructions":
+            from .instructions import render as render_instructions
+            out += render_instructions(sid, servers, {k: v.label for k, v in SERVERS.items()})
         else:
             out.append("| Server | req/s (min-max) | CPU us/req | p50 ms | p99 ms | RSS MB | server CPU | wrk CPU | "
                        "other load CPU 0 / CPU 1 | errors | response |")
@@ -1297,6 +1317,9 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             log(f"== {sc.id}: {sc.title}")
             if sc.kind == "sessions":
                 res = run_sessions_scenario(ctx, sc, servers, args.session_repeat or args.repeat)
+            elif sc.kind == "instructions":
+                from .instructions import run_instructions_scenario
+                res = run_instructions_scenario(ctx, sc, servers, smoke=bool(args.smoke))
             else:
                 res = run_load_scenario(ctx, sc, servers, args.repeat)
             failures += sum(1 for r in res.values() if r.get("status") == "failed")
@@ -1389,7 +1412,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # The smoke run: every code path of the harness (JSON and SSE loads, 2025 sessions, the Redis
-# check, the A/B variants, idle sessions, ratios, targets, markdown, JSON, chart) on mcpcore and
+# check, the A/B variants, idle sessions, instruction counts under valgrind (20 and 60 requests),
+# ratios, targets, markdown, JSON, chart) on mcpcore and
 # the bare endpoints only, with 1 s loads and no warm-up, so it fits in a test suite.
 # Left out for time: call_logging_sse (sse_buffer runs the same SSE session path, with
 # logging/setLevel) and tools_list / resources_read (call_2026's path with another body and
@@ -1397,6 +1421,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 SMOKE_PLAN: list[tuple[str, list[str]]] = [
     ("call_2026", ["mcpcore", "starlette", "asgi"]),
     ("call_2025", ["mcpcore"]),
+    ("instr_2025", ["mcpcore"]),
     ("call_2025_redis", ["mcpcore"]),
     ("sse_buffer", ["mcpcore"]),
     ("idle_sessions", ["mcpcore"]),
@@ -1435,7 +1460,7 @@ def smoke(out_dir: str | os.PathLike[str] | None = None) -> int:
                     if r.get("errors"):
                         log(f"SMOKE: {sid}/{key} had {r['errors']} wrk errors")
                         problems += 1
-                elif r.get("status") != "not available":
+                elif r.get("status") != "not available" or SCENARIO_BY_ID[sid].kind == "instructions":
                     log(f"SMOKE: {sid}/{key}: {r.get('status')}: {r.get('reason')}")
                     problems += 1
     return 1 if problems else 0

@@ -1,4 +1,4 @@
-"""Install the Debian packages the suite drives (redis-server, chromium, wrk) when missing.
+"""Install the Debian packages the suite drives (redis-server, chromium, wrk, valgrind) when missing.
 
 Runs apt-get only as root; otherwise prints the command to run. The tests that need a missing
 tool then fail with the same hint (none of them skips).
@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 
-PACKAGES = {"redis-server": "redis-server", "chromium": "chromium", "wrk": "wrk"}
+PACKAGES = {"redis-server": "redis-server", "chromium": "chromium", "wrk": "wrk", "valgrind": "valgrind"}
 
 
 def main() -> int:

@@ -1,0 +1,167 @@
+"""Instructions per request, counted by valgrind: the benchmark's noise-free column.
+
+req/s on a shared machine moves by several percent between runs (other tenants' cache and memory
+traffic), which is as large as the differences the issue's ">= 1.0x bare Starlette" target asks
+about. The number of instructions a server executes per request does not move: each server runs
+under ``valgrind --tool=cachegrind`` (user space only: the interpreter, the extensions, uvloop and
+httptools; not the kernel), a client sends the scenario's exact request ``n`` times over a few
+keep-alive connections after a warm-up, and the count is read at exit. Two runs that differ only
+in ``n`` give the cost of one request as the difference of their totals over the difference of
+their request counts, so start-up and shutdown cancel. Cachegrind's simulated first-level cache
+misses (instruction and data) come with it: they show a larger code or data footprint, which
+instruction counts alone do not.
+
+Used by ``benchmarks.run`` for the ``instr_*`` scenarios.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import orjson
+
+from . import run as harness
+
+if TYPE_CHECKING:
+    from .run import Ctx, Scenario
+
+VALGRIND_HINT = "valgrind is not installed (`apt-get install -y valgrind`)"
+CONNECTIONS = 8
+# (warm-up, low n, high n) requests: the peers cost ten times more per request under valgrind.
+COUNTS = {"bare": (200, 300, 1300), "fast": (200, 300, 1300), "slow": (50, 100, 300)}
+SMOKE_COUNTS = (10, 20, 60)
+EVENTS = ("Ir", "I1mr", "D1mr", "D1mw")
+
+
+def _summary(path: Path) -> dict[str, int]:
+    """The totals line of a cachegrind output file, by event name."""
+    names: list[str] = []
+    totals: list[int] = []
+    for line in path.read_text().splitlines():
+        if line.startswith("events:"):
+            names = line.split()[1:]
+        elif line.startswith("summary:"):
+            totals = [int(x) for x in line.split()[1:]]
+    if not names or len(names) != len(totals):
+        raise harness.ServerFailed(f"no totals in {path.name}")
+    return dict(zip(names, totals, strict=True))
+
+
+def _raw_request(url: str, body: bytes, headers: dict[str, str]) -> bytes:
+    u = httpx.URL(url)
+    lines = [f"POST {u.raw_path.decode()} HTTP/1.1", f"Host: {u.host}:{u.port}", f"Content-Length: {len(body)}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+async def _send_requests(url: str, request: bytes, n: int) -> int:
+    """Send ``request`` ``n`` times over ``CONNECTIONS`` keep-alive connections; returns how
+    many were answered 200 (anything else stops the run)."""
+    u = httpx.URL(url)
+    left = iter(range(n))
+    ok = 0
+
+    async def worker() -> None:
+        nonlocal ok
+        reader, writer = await asyncio.open_connection(u.host, u.port)
+        try:
+            for _ in left:
+                writer.write(request)
+                status, _, body = await harness._read_response(reader)
+                if status != 200:
+                    raise harness.ServerFailed(f"HTTP {status} under valgrind: {body[:200]!r}")
+                ok += 1
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(worker() for _ in range(CONNECTIONS)))
+    return ok
+
+
+def _count_once(ctx: Ctx, sc: Scenario, server: harness.Server, env: dict[str, str], warm: int, n: int,
+                tag: str) -> dict[str, int]:
+    """One server under cachegrind: warm-up, ``n`` requests, stop; the totals."""
+    out = ctx.workdir / f"cachegrind-{sc.id}-{server.key}-{tag}.out"
+    valgrind = shutil.which("valgrind")
+    assert valgrind is not None
+    wrapper = [valgrind, "--tool=cachegrind", "--cache-sim=yes", f"--cachegrind-out-file={out}"]
+    run = harness.start_server(server, env, ctx.tools, ctx.workdir, ctx.python, timeout=300.0, wrapper=wrapper)
+    try:
+        with httpx.Client(timeout=120.0) as client:
+            sid = harness.open_session(client, run.url, sc.log_level)["session_id"] if sc.wire == "legacy" else None
+            headers = harness.request_headers(sc, sid)
+            body = orjson.dumps(harness.request_message(sc))
+            harness.verify(sc, client.post(run.url, content=body, headers=headers))
+        request = _raw_request(run.url, body, headers)
+        asyncio.run(_send_requests(run.url, request, warm))
+        answered = asyncio.run(_send_requests(run.url, request, n))
+        if answered != n:
+            raise harness.ServerFailed(f"{answered} of {n} requests answered")
+    finally:
+        harness.stop(run.proc, timeout=120.0)  # SIGTERM: uvicorn shuts down, valgrind writes its file
+    return _summary(out)
+
+
+def count_server(ctx: Ctx, sc: Scenario, server: harness.Server, env: dict[str, str],
+                 counts: tuple[int, int, int]) -> dict[str, Any]:
+    """Per-request figures of one server: two runs at once (the counts do not depend on timing)."""
+    warm, lo, hi = counts
+    with ThreadPoolExecutor(2) as pool:
+        f_lo = pool.submit(_count_once, ctx, sc, server, env, warm, lo, "lo")
+        f_hi = pool.submit(_count_once, ctx, sc, server, env, warm, hi, "hi")
+        a, b = f_lo.result(), f_hi.result()
+    per = {e: (b[e] - a[e]) / (hi - lo) for e in EVENTS if e in a and e in b}
+    return {"status": "ok", "ir": per["Ir"], "i1_misses": per.get("I1mr"),
+            "d1_misses": (per.get("D1mr") or 0) + (per.get("D1mw") or 0), "requests": (lo, hi), "warmup": warm}
+
+
+def run_instructions_scenario(ctx: Ctx, sc: Scenario, servers: list[str], smoke: bool = False) -> dict[str, Any]:
+    """Every server of ``sc`` counted; a server that fails is reported, the rest still run."""
+    if shutil.which("valgrind") is None:
+        return {key: {"status": "not available", "reason": VALGRIND_HINT} for key in servers}
+    out: dict[str, Any] = {}
+    for key in servers:
+        server = harness.SERVERS[key]
+        env = {**sc.env.get(key, {})}
+        counts = SMOKE_COUNTS if smoke else COUNTS["slow" if server.peers else "fast"]
+        try:
+            res = count_server(ctx, sc, server, env, counts)
+        except harness.ServerFailed as exc:
+            harness.log(f"  {sc.id:<17} {key:<11}: FAILED {exc}")
+            out[key] = {"status": "failed", "reason": str(exc)}
+            continue
+        res["env"] = env
+        harness.log(f"  {sc.id:<17} {key:<11}: {res['ir']:>11,.0f} instructions/request  "
+                    f"I1 misses {res['i1_misses']:>8,.0f}  D1 misses {res['d1_misses']:>8,.0f}")
+        out[key] = res
+    return out
+
+
+def instruction_ratios(servers: dict[str, Any]) -> dict[str, float]:
+    """mcpcore's instructions per request over each other server's (lower is better)."""
+    m = servers.get("mcpcore", {})
+    if m.get("status") != "ok":
+        return {}
+    return {k: m["ir"] / r["ir"] for k, r in servers.items() if k != "mcpcore" and r.get("status") == "ok"}
+
+
+def render(sc_id: str, servers: dict[str, Any], labels: dict[str, str]) -> list[str]:
+    """The scenario's markdown table."""
+    rows = ["| Server | instructions / request | mcpcore / this | I1 misses / request | D1 misses / request "
+            "| requests counted |", "|---|---:|---:|---:|---:|---|"]
+    rat = instruction_ratios(servers)
+    for key, r in servers.items():
+        label = labels.get(key, key)
+        if r.get("status") != "ok":
+            rows.append(f"| {label} | **{r.get('status')}**: {r.get('reason', '')} |||||")
+            continue
+        lo, hi = r["requests"]
+        vs = f"{rat[key]:.2f}x" if key in rat else "—"
+        rows.append(f"| {label} | {r['ir']:,.0f} | {vs} | {r['i1_misses']:,.0f} | {r['d1_misses']:,.0f} | "
+                    f"{hi} - {lo} after {r['warmup']} |")
+    return rows
