@@ -1377,8 +1377,10 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
-    p.add_argument("--duration", type=int, default=10, help="seconds of load per measured run (default 10)")
-    p.add_argument("--repeat", type=int, default=3, help="measured runs per server and scenario; median (default 3)")
+    # Five short runs rather than three long ones: on a shared machine the noise comes in bursts
+    # that spoil a whole sample, and the median of five shrugs off two of them.
+    p.add_argument("--duration", type=int, default=5, help="seconds of load per measured run (default 5)")
+    p.add_argument("--repeat", type=int, default=5, help="measured runs per server and scenario; median (default 5)")
     p.add_argument("--warmup", type=int, default=2, help="seconds of wrk load before each measured run (default 2)")
     p.add_argument("--connections", type=int, default=64, help="wrk connections (default 64)")
     p.add_argument("--threads", type=int, default=1, help="wrk threads (default 1; wrk has one core)")
@@ -1391,7 +1393,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--min-server-cpu", type=float, default=0.90,
                    help="quality bar: server CPU during the load, at least (default 0.90)")
     p.add_argument("--sessions", type=int, default=10_000, help="idle sessions to open (default 10000)")
-    p.add_argument("--session-repeat", type=int, default=None, help="repeats of idle_sessions (default --repeat)")
+    p.add_argument("--session-repeat", type=int, default=3,
+                   help="repeats of idle_sessions (default 3: RSS does not suffer the load's noise)")
     p.add_argument("--scenarios", type=lambda s: [x.strip() for x in s.split(",") if x.strip()], default=None,
                    help=f"comma list of {', '.join(SCENARIO_BY_ID)}")
     p.add_argument("--servers", type=lambda s: [x.strip() for x in s.split(",") if x.strip()], default=None,
@@ -1438,7 +1441,8 @@ def smoke(out_dir: str | os.PathLike[str] | None = None) -> int:
     find_tools()  # fail loudly before anything starts (and move this process off the server's core)
     saved = {sc.id: sc.servers for sc in SCENARIOS}
     with tempfile.TemporaryDirectory(prefix="mcpbench-smoke-") as tmp:
-        args = parse_args(["--smoke", "--duration", "1", "--warmup", "0", "--repeat", "1", "--sessions", "100",
+        args = parse_args(["--smoke", "--duration", "1", "--warmup", "0", "--repeat", "1", "--session-repeat", "1",
+                           "--sessions", "100",
                            "--retries", "0", "--quiet-wait", "0",
                            "--connections", "16", "--servers", "mcpcore,starlette,asgi",
                            "--scenarios", ",".join(sid for sid, _ in SMOKE_PLAN),
