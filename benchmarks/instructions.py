@@ -5,11 +5,11 @@ traffic), which is as large as the differences the issue's ">= 1.0x bare Starlet
 about. The number of instructions a server executes per request does not move: each server runs
 under ``valgrind --tool=cachegrind`` (user space only: the interpreter, the extensions, uvloop and
 httptools; not the kernel), a client sends the scenario's exact request ``n`` times over a few
-keep-alive connections after a warm-up, and the count is read at exit. Two runs that differ only
-in ``n`` give the cost of one request as the difference of their totals over the difference of
-their request counts, so start-up and shutdown cancel. Cachegrind's simulated first-level cache
-misses (instruction and data) come with it: they show a larger code or data footprint, which
-instruction counts alone do not.
+keep-alive connections after a warm-up (each with a fresh id, as wrk's are), and the count is
+read at exit. Two runs that differ only in ``n`` give the cost of one request as the difference
+of their totals over the difference of their request counts, so start-up and shutdown cancel.
+Cachegrind's simulated first-level cache misses (instruction and data) come with it: they show
+a larger code or data footprint, which instruction counts alone do not.
 
 Used by ``benchmarks.run`` for the ``instr_*`` scenarios.
 """
@@ -36,6 +36,7 @@ CONNECTIONS = 8
 COUNTS = {"bare": (200, 300, 1300), "fast": (200, 300, 1300), "slow": (50, 100, 300)}
 SMOKE_COUNTS = (10, 20, 60)
 EVENTS = ("Ir", "I1mr", "D1mr", "D1mw")
+REPLY_TIMEOUT = 120.0  # seconds for one answer (valgrind runs a server 20-50 times slower)
 
 
 def _summary(path: Path) -> dict[str, int]:
@@ -59,20 +60,24 @@ def _raw_request(url: str, body: bytes, headers: dict[str, str]) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
-async def _send_requests(url: str, request: bytes, n: int) -> int:
-    """Send ``request`` ``n`` times over ``CONNECTIONS`` keep-alive connections; returns how
-    many were answered 200 (anything else stops the run)."""
+async def _send_requests(url: str, message: dict[str, Any], headers: dict[str, str], n: int) -> int:
+    """Send ``message`` ``n`` times over ``CONNECTIONS`` keep-alive connections, each time with a
+    fresh id (a 2025 session must not have two requests with one id in flight) of the same
+    length; returns how many were answered 200 (anything else stops the run)."""
     u = httpx.URL(url)
-    left = iter(range(n))
+    ids = iter(range(100_000, 100_000 + n))
     ok = 0
 
     async def worker() -> None:
         nonlocal ok
         reader, writer = await asyncio.open_connection(u.host, u.port)
         try:
-            for _ in left:
-                writer.write(request)
-                status, _, body = await harness._read_response(reader)
+            for rid in ids:
+                writer.write(_raw_request(url, orjson.dumps({**message, "id": rid}), headers))
+                try:
+                    status, _, body = await asyncio.wait_for(harness._read_response(reader), REPLY_TIMEOUT)
+                except TimeoutError:
+                    raise harness.ServerFailed(f"no answer within {REPLY_TIMEOUT:.0f} s under valgrind") from None
                 if status != 200:
                     raise harness.ServerFailed(f"HTTP {status} under valgrind: {body[:200]!r}")
                 ok += 1
@@ -95,11 +100,10 @@ def _count_once(ctx: Ctx, sc: Scenario, server: harness.Server, env: dict[str, s
         with httpx.Client(timeout=120.0) as client:
             sid = harness.open_session(client, run.url, sc.log_level)["session_id"] if sc.wire == "legacy" else None
             headers = harness.request_headers(sc, sid)
-            body = orjson.dumps(harness.request_message(sc))
-            harness.verify(sc, client.post(run.url, content=body, headers=headers))
-        request = _raw_request(run.url, body, headers)
-        asyncio.run(_send_requests(run.url, request, warm))
-        answered = asyncio.run(_send_requests(run.url, request, n))
+            message = harness.request_message(sc)
+            harness.verify(sc, client.post(run.url, content=orjson.dumps(message), headers=headers))
+        asyncio.run(_send_requests(run.url, message, headers, warm))
+        answered = asyncio.run(_send_requests(run.url, message, headers, n))
         if answered != n:
             raise harness.ServerFailed(f"{answered} of {n} requests answered")
     finally:
@@ -111,10 +115,16 @@ def count_server(ctx: Ctx, sc: Scenario, server: harness.Server, env: dict[str, 
                  counts: tuple[int, int, int]) -> dict[str, Any]:
     """Per-request figures of one server: two runs at once (the counts do not depend on timing)."""
     warm, lo, hi = counts
-    with ThreadPoolExecutor(2) as pool:
+    pool = ThreadPoolExecutor(2)
+    try:
         f_lo = pool.submit(_count_once, ctx, sc, server, env, warm, lo, "lo")
         f_hi = pool.submit(_count_once, ctx, sc, server, env, warm, hi, "hi")
         a, b = f_lo.result(), f_hi.result()
+    except BaseException:
+        harness.stop_all()  # on a failure or Ctrl-C: the other run's client then fails at once
+        raise
+    finally:
+        pool.shutdown(wait=True)
     per = {e: (b[e] - a[e]) / (hi - lo) for e in EVENTS if e in a and e in b}
     return {"status": "ok", "ir": per["Ir"], "i1_misses": per.get("I1mr"),
             "d1_misses": (per.get("D1mr") or 0) + (per.get("D1mw") or 0), "requests": (lo, hi), "warmup": warm}
