@@ -13,6 +13,7 @@ __all__ = [
     "MessageKind",
     "classify_message",
     "error_response",
+    "request_message",
     "result_response",
     "too_deep",
     "valid_id",
@@ -104,6 +105,14 @@ def error_response(request_id: str | int | None, error: dict[str, Any]) -> bytes
     if request_id is None:
         return b'{"jsonrpc":"2.0","error":' + _json.dumps(error) + b"}"
     return b'{"jsonrpc":"2.0","id":' + _json.dumps(request_id) + b',"error":' + _json.dumps(error) + b"}"
+
+
+def request_message(request_id: str, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    """A server-to-client request (``params`` left out when ``None``)."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
 
 
 def settle(fut: asyncio.Future[dict[str, Any]], msg: dict[str, Any]) -> None:

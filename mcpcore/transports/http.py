@@ -21,7 +21,14 @@ from ..context import AuthInfo, RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import apply_envelope, check_headers
-from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, settle, too_deep
+from ..protocol.jsonrpc import (
+    InvalidMessage,
+    classify_message,
+    error_response,
+    request_message,
+    settle,
+    too_deep,
+)
 from ..protocol.versions import (
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
@@ -489,9 +496,7 @@ class HttpTransport:
         rid = f"srv-{next(live.ids)}"
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         live.pending[rid] = fut
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
+        message = request_message(rid, method, params)
         try:
             exchange.post(message)
             await exchange.drain()

@@ -20,7 +20,14 @@ from ..context import RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import read_envelope
-from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, settle, too_deep
+from ..protocol.jsonrpc import (
+    InvalidMessage,
+    classify_message,
+    error_response,
+    request_message,
+    settle,
+    too_deep,
+)
 from ..protocol.versions import META_PROTOCOL_VERSION, Era, supports_batches
 from ..runtime import Runtime
 from ..server.notify import notification_for
@@ -240,9 +247,7 @@ class MessagePump:
         rid = f"srv-{self._ids}"
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.pending[rid] = fut
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
+        message = request_message(rid, method, params)
         self.writer.put(_json.dumps(message))
         try:
             return await asyncio.wait_for(fut, self.rt.settings.client_request_timeout_ms / 1000)
