@@ -40,10 +40,8 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check mcpcore
 
 format: $(STAMP)
-	$(VENV)/bin/ruff format mcpcore tests examples benchmarks
 	$(VENV)/bin/ruff check --fix .
 
 typecheck: $(STAMP)
