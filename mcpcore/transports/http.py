@@ -21,14 +21,7 @@ from ..context import AuthInfo, RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import apply_envelope, check_headers
-from ..protocol.jsonrpc import (
-    InvalidMessage,
-    classify_message,
-    error_response,
-    request_message,
-    settle,
-    too_deep,
-)
+from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, request_message, settle, too_deep
 from ..protocol.versions import (
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,

@@ -20,14 +20,7 @@ from ..context import RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import read_envelope
-from ..protocol.jsonrpc import (
-    InvalidMessage,
-    classify_message,
-    error_response,
-    request_message,
-    settle,
-    too_deep,
-)
+from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, request_message, settle, too_deep
 from ..protocol.versions import META_PROTOCOL_VERSION, Era, supports_batches
 from ..runtime import Runtime
 from ..server.notify import notification_for
