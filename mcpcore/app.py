@@ -29,6 +29,7 @@ from .sessions.events import MemoryEventBuffer
 from .sessions.memory import MemorySessionStore
 from .storage.memory import MemoryStorage
 from .storage.service import CursorSigner, StateService
+from .transports.guard import OriginGuard, valid_host
 from .transports.http import HttpTransport, deliver_route
 from .transports.live import LiveSessions
 
@@ -142,6 +143,7 @@ class McpApp:
                                      cache_hints=dict(cache_hints or {}), sessions=self.sessions,
                                      sealer=RequestStateSealer.from_setting(self.settings.request_state_key))
         self.dispatcher.telemetry = self.telemetry
+        self._guard = OriginGuard(self.settings.allowed_origins, self.settings.allowed_hosts)
         self._http: HttpTransport | None = None
         self._legacy_sse: Any = None
         self._started = False
@@ -378,29 +380,63 @@ class McpApp:
                     from .transports.legacy_sse import LegacySseTransport
                     self._legacy_sse = LegacySseTransport(self._runtime())
                 await self._legacy_sse(scope, receive, send, path)
-            elif path == "/healthz" and scope["method"] == "GET":
-                await _plain_json(send, 200, {"status": "ok"})
-            elif self.authenticator is not None and path in metadata_routes(self.settings, self.path):
-                await self._protected_resource_metadata(scope, send)
-            elif path in ("/", "/.well-known/mcp.json") and scope["method"] == "GET" and (
-                    self.landing if self.landing is not None else not root):
-                await self._describe(scope, send, path)
-            elif path == "/readyz" and scope["method"] == "GET":
-                ready, checks = await self.readiness()
-                await _plain_json(send, 200 if ready else 503, {"status": "ready" if ready else "unavailable",
-                                                                "checks": checks})
             else:
-                await _plain_json(send, 404, {"error": "not found"})
+                await self._side_route(scope, send, path, root)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1008})
 
+    def side_routes(self, *, mounted: bool = False) -> dict[str, str]:
+        """The paths served beside the MCP transports (GET and HEAD), each with why it is public:
+        none of them reads a token, so none reveals more than an unauthenticated caller may know.
+        ``mounted``: as served under a host app's prefix."""
+        routes = {"/healthz": "liveness probe", "/readyz": "readiness probe (part names and states only)"}
+        if self.authenticator is not None:
+            for path in metadata_routes(self.settings, self.path):
+                routes[path] = "RFC 9728 protected-resource metadata (clients read it before they have a token)"
+        if self.landing if self.landing is not None else not mounted:
+            routes["/"] = "landing page (with auth on: no definitions listed)"
+            routes["/.well-known/mcp.json"] = "server card (with auth on: no definitions listed)"
+        return routes
+
+    async def _side_route(self, scope: Scope, send: Send, path: str, root: str) -> None:
+        method = scope["method"]
+        if path not in self.side_routes(mounted=bool(root)):
+            await _plain_json(send, 404, {"error": "not found"})
+            return
+        if method not in ("GET", "HEAD"):
+            await _plain_json(send, 405, {"error": "method not allowed"}, [(b"allow", b"GET, HEAD")])
+            return
+        host = origin = None
+        for k, v in scope["headers"]:
+            if k == b"host":
+                host = v
+            elif k == b"origin":
+                origin = v
+        reason = self._guard.check(scope, host, origin)
+        if reason is not None:
+            log.warning("refused request: %s", reason)
+            await _plain_json(send, 403, {"error": f"forbidden: {reason}"})
+            return
+        if method == "HEAD":
+            send = _headers_only(send)
+        if path == "/healthz":
+            await _plain_json(send, 200, {"status": "ok"})
+        elif path == "/readyz":
+            ready, checks = await self.readiness()
+            await _plain_json(send, 200 if ready else 503, {"status": "ready" if ready else "unavailable",
+                                                            "checks": checks})
+        elif path in ("/", "/.well-known/mcp.json"):
+            await self._describe(scope, send, path)
+        else:
+            await self._protected_resource_metadata(scope, send)
+
     async def _describe(self, scope: Scope, send: Send, path: str) -> None:
         from .landing import landing_page, server_card
 
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        base = f"{scope.get('scheme', 'http')}://{headers.get('host', 'localhost')}{scope.get('root_path', '')}"
+        base = f"{scope.get('scheme', 'http')}://{_host(scope, headers)}{scope.get('root_path', '')}"
         if path == "/":
             body = landing_page(self, base).encode()
             h = [(b"content-type", b"text/html; charset=utf-8"),
@@ -415,8 +451,7 @@ class McpApp:
 
     async def _protected_resource_metadata(self, scope: Scope, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        host = headers.get("host", "localhost")
-        base = f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}"
+        base = f"{scope.get('scheme', 'http')}://{_host(scope, headers)}{scope.get('root_path', '')}"
         defs: list[Any] = [*self.registry.tools.values(), *self.registry.resources.values(), *self.registry.templates]
         scopes = sorted({s for d in defs for s in d.auth})
         doc = protected_resource_metadata(self.settings, base, scopes, endpoint_path=self.path)
@@ -482,11 +517,31 @@ def _closing(send: Send) -> Send:
     return closing_send
 
 
-async def _plain_json(send: Send, status: int, obj: Any) -> None:
+async def _plain_json(send: Send, status: int, obj: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     body = _json.dumps(obj)
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *(extra or ())]})
     await send({"type": "http.response.body", "body": body})
+
+
+def _headers_only(send: Send) -> Send:
+    """``send`` for a HEAD request: the GET's status and headers, no body."""
+    async def head_send(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            message = {"type": "http.response.body", "body": b""}
+        await send(message)
+    return head_send
+
+
+def _host(scope: Scope, headers: Mapping[str, str]) -> str:
+    """The Host to build absolute URLs from: the header when well-formed (the guard already
+    refused a disallowed one), else the address the server is bound to."""
+    host = headers.get("host")
+    if host is not None and valid_host(host):
+        return host
+    server = scope.get("server")
+    return f"{server[0]}:{server[1]}" if server else "localhost"
 
 
 def _code_names(code: types.CodeType) -> set[str]:

@@ -152,6 +152,16 @@ class Settings:
     oauth_jwks_timeout_ms: int = _env("OAUTH_JWKS_TIMEOUT_MS", _int(1, 600_000), 5_000)
     server_resource_identifier: str | None = _env("MCP_SERVER_RESOURCE_IDENTIFIER", _str, None)
     auth_disable_scope_checks: bool = _env("MCP_AUTH_DISABLE_SCOPE_CHECKS", _bool, False)
+    # Ceilings on what a caller sends (see docs/security.md).
+    cors_allowed_origins: tuple[str, ...] = _env("MCP_CORS_ALLOWED_ORIGINS", _csv, ())
+    max_batch_messages: int = _env("MCP_HTTP_MAX_BATCH_MESSAGES", _int(1, 10_000), 100)
+    max_batch_response_bytes: int = _env("MCP_HTTP_MAX_BATCH_RESPONSE_BYTES", _int(1024), 8_388_608)
+    max_subscriptions: int = _env("MCP_MAX_SUBSCRIPTIONS_PER_SESSION", _int(0, 100_000), 100)
+    max_client_metadata_bytes: int = _env("MCP_MAX_CLIENT_METADATA_BYTES", _int(256), 16_384)
+    resumability_max_bytes: int = _env("MCP_HTTP_RESUMABILITY_MAX_BYTES", _int(1024), 1_048_576)
+    resumability_max_total_bytes: int = _env("MCP_HTTP_RESUMABILITY_MAX_TOTAL_BYTES", _int(1024), 268_435_456)
+    max_streams_per_session: int = _env("MCP_HTTP_MAX_STREAMS_PER_SESSION", _int(1, 1000), 8)
+    stream_queue_max: int = _env("MCP_HTTP_STREAM_QUEUE_MAX", _int(16), 1000)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

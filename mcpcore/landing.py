@@ -1,8 +1,10 @@
 """The landing page (``GET /``) and the server card (``/.well-known/mcp.json``).
 
-Both describe only what clients may already learn through ``tools/list`` and friends: names,
-descriptions, annotations, the endpoint and whether auth is required. No settings, secrets or
-filesystem paths are ever shown. On by default for a standalone app, off when mounted.
+Both describe only what the caller may already learn through ``tools/list`` and friends: names,
+descriptions, annotations, the endpoint and whether auth is required. Neither reads a token, so
+with auth on they list no definitions (only an authenticated ``tools/list`` shows those). No
+settings, secrets or filesystem paths are ever shown. On by default for a standalone app, off
+when mounted.
 """
 
 from __future__ import annotations
@@ -45,13 +47,14 @@ def server_card(app: McpApp, base: str) -> dict[str, Any]:
         "capabilities": app.dispatcher.capabilities(),
         "authentication": {"required": app.authenticator is not None,
                            "schemes": ["bearer"] if app.authenticator is not None else []},
-        "tools": [{"name": t.name, "title": t.title, "description": t.description,
-                   "annotations": t.annotations or {}} for t in r.tools.values()],
-        "resources": [{"uri": d.uri, "name": d.name, "description": d.description}
-                      for d in [*r.resources.values(), *r.templates]],
-        "prompts": [{"name": p.name, "description": p.description} for p in r.prompts.values()],
         "framework": {"name": "mcpcore", "version": __version__},
     }
+    if app.authenticator is None:
+        card["tools"] = [{"name": t.name, "title": t.title, "description": t.description,
+                          "annotations": t.annotations or {}} for t in r.tools.values()]
+        card["resources"] = [{"uri": d.uri, "name": d.name, "description": d.description}
+                             for d in [*r.resources.values(), *r.templates]]
+        card["prompts"] = [{"name": p.name, "description": p.description} for p in r.prompts.values()]
     for key in ("title", "description", "websiteUrl"):
         if key in app.server_info:
             card[key] = app.server_info[key]
@@ -75,7 +78,8 @@ def landing_page(app: McpApp, base: str) -> str:
     url = _endpoint_url(app, base)
     name = app.server_info["name"]
     groups: dict[str, list[Any]] = {"read-only": [], "changes data": [], "destructive": []}
-    for t in app.registry.tools.values():
+    listed = app.authenticator is None
+    for t in app.registry.tools.values() if listed else ():
         groups[_group(t)].append(t)
     parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(name)}</title>"
              f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{_CSS}</style></head><body>",
@@ -84,19 +88,20 @@ def landing_page(app: McpApp, base: str) -> str:
              f"{' &middot; bearer token required' if app.authenticator is not None else ''}</p>"]
     if app.instructions:
         parts.append(f"<p>{e(app.instructions)}</p>")
-    parts.append("<h2 id=tools>Tools</h2>")
+    parts.append("<h2 id=tools>Tools</h2>" if listed else
+                 "<p>Sign in with a bearer token to list this server's tools, resources and prompts.</p>")
     for group, tools in groups.items():
         if tools:
             parts.append(f"<h3>{e(group.capitalize())}</h3><ul class='{e(group)}'>")
             parts += [f"<li><code>{e(t.name)}</code><span class=tag>{e(group)}</span> &mdash; {e(t.description)}</li>"
                       for t in tools]
             parts.append("</ul>")
-    resources = [*app.registry.resources.values(), *app.registry.templates]
+    resources = [*app.registry.resources.values(), *app.registry.templates] if listed else []
     if resources:
         parts.append("<h2 id=resources>Resources</h2><ul>")
         parts += [f"<li><code>{e(d.uri)}</code> &mdash; {e(d.description or d.name)}</li>" for d in resources]
         parts.append("</ul>")
-    if app.registry.prompts:
+    if app.registry.prompts and listed:
         parts.append("<h2 id=prompts>Prompts</h2><ul>")
         parts += [f"<li><code>{e(p.name)}</code> &mdash; {e(p.description)}</li>"
                   for p in app.registry.prompts.values()]

@@ -10,7 +10,7 @@ from ..bus.base import BusEvent
 from ..context import RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.versions import META_SUBSCRIPTION_ID
-from .notify import notification_for
+from .notify import notification_for, reaches
 
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
@@ -57,8 +57,10 @@ async def listen(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> 
     meta = {META_SUBSCRIPTION_ID: scope.jsonrpc_id}
     queue: asyncio.Queue[BusEvent | None] = asyncio.Queue()
 
+    tenant = scope.tenant_id
+
     def on_event(event: BusEvent) -> None:
-        if _wanted(event, honored):
+        if _wanted(event, honored) and reaches(event, tenant):
             queue.put_nowait(event)
 
     unsubscribe = d.notifier.bus.subscribe(on_event)

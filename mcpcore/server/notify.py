@@ -16,7 +16,7 @@ from ..bus.base import BusEvent, NotificationBus
 from ..context import RequestScope
 from ..protocol.versions import Era
 
-__all__ = ["LIST_CHANGED", "AppNotifier", "Notifier", "notification_for"]
+__all__ = ["LIST_CHANGED", "AppNotifier", "Notifier", "notification_for", "reaches"]
 
 log = logging.getLogger("mcpcore.notify")
 
@@ -36,6 +36,14 @@ def notification_for(event: BusEvent) -> dict[str, Any] | None:
     return {"jsonrpc": "2.0", "method": method} if method else None
 
 
+def reaches(event: BusEvent, tenant: str | None) -> bool:
+    """Whether ``event`` may be delivered to a receiver serving ``tenant``: a resource update made
+    inside a request belongs to that request's tenant; one from ``app.notify`` (no tenant) and
+    list changes reach everyone."""
+    owner = event.get("tenant")
+    return owner is None or owner == (tenant or "")
+
+
 class Notifier:
     """Implements ``ctx.notify_*`` for a request scope."""
 
@@ -45,6 +53,8 @@ class Notifier:
 
     def __call__(self, event: dict[str, Any], scope: RequestScope) -> None:
         origin = None
+        if event["kind"] == "resource":
+            event = {**event, "tenant": scope.tenant_id or ""}
         if scope.era is Era.LEGACY and scope.session is not None:
             session = scope.session
             note = notification_for(event)

@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..asgi_types import Receive, Scope
 
-__all__ = ["BodyTooLarge", "OriginGuard", "accepts", "read_body"]
+__all__ = ["BodyTooLarge", "OriginGuard", "accepts", "is_loopback", "read_body", "valid_host"]
 
-_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+_HOST_RE = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9.\-_]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a host name (no port; IPv6 with or without brackets) is this machine's loopback:
+    ``localhost`` or any address of 127.0.0.0/8 or ::1."""
+    h = host.strip().lower().strip("[]")
+    if h == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False
+
+
+def valid_host(host: str) -> bool:
+    """Whether a ``Host`` header has the form ``name[:port]`` or ``[v6][:port]`` (safe to put in a URL)."""
+    return len(host) <= 300 and _HOST_RE.fullmatch(host) is not None
 
 
 def _str(value: str | bytes | None) -> str | None:
@@ -62,20 +81,20 @@ class OriginGuard:
                     oh = (parts.hostname or "").lower()
                 except ValueError:
                     return "invalid Origin header"
-                if oh not in _LOOPBACK and f"[{oh}]" not in _LOOPBACK:
-                    return f"Origin {origin!r} is not allowed"
+                if not is_loopback(oh):
+                    return f"Origin {origin[:100]!r} is not allowed"
         if self.any_host:
             return None
         server = scope.get("server")
-        bound_loopback = server is not None and str(server[0]) in _LOOPBACK
+        bound_loopback = server is not None and is_loopback(str(server[0]))
         if not (self.hosts or bound_loopback):
-            return None
+            return None if host is None or valid_host(host) else "malformed Host header"
         if host is None:
             return "missing Host header"
         h = _hostname(host)
-        if h in _LOOPBACK or h in self.hosts:
+        if (is_loopback(h) or h in self.hosts) and valid_host(host):
             return None
-        return f"Host {host!r} is not allowed"
+        return f"Host {host[:100]!r} is not allowed"
 
 
 _ACCEPT_CACHE: dict[tuple[str | bytes, tuple[str, ...]], bool] = {}

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import _json
 from ..asgi_types import Message, Receive, Scope, Send
-from ..auth import AuthError, metadata_url, single_authorization
+from ..auth import AuthError
 from ..context import AuthInfo, RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
@@ -33,6 +33,8 @@ from ..runtime import Runtime
 from ..sessions.base import SessionRecord, is_session_id, new_session_id
 from ..sessions.events import PRIME, split_event_id
 from ..sessions.memory import SessionCapacityError
+from .authn import authenticate, identity_of, refuse, tenant_of
+from .cors import Cors
 from .exchange import HttpExchange, StreamSink, json_response, priming_event
 from .guard import BodyTooLarge, OriginGuard, accepts, read_body
 from .live import InFlight, Live
@@ -69,17 +71,6 @@ class RequestHeaders(dict[bytes, bytes]):
         return value.decode("latin-1") if value is not None else None
 
 
-def _authorization(scope: Scope) -> list[str]:
-    """Every ``Authorization`` header (more than one is refused, so none may be lost)."""
-    return [v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"]
-
-
-def _base_url(scope: Scope, headers: RequestHeaders) -> str:
-    server = scope.get("server")
-    host = headers.text(b"host") or (f"{server[0]}:{server[1]}" if server else "localhost")
-    return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}"
-
-
 def _err(code: int, message: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
     e: dict[str, Any] = {"code": code, "message": message}
     if data:
@@ -98,7 +89,8 @@ class HttpTransport:
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         s = rt.settings
-        self.guard = OriginGuard(s.allowed_origins, s.allowed_hosts)
+        self.guard = OriginGuard((*s.allowed_origins, *s.cors_allowed_origins), s.allowed_hosts)
+        self.cors = Cors(s.cors_allowed_origins)
         self.keepalive_s = s.sse_keepalive_ms / 1000
         self.limit = s.max_body_bytes
         self.limit_digits = len(str(s.max_body_bytes))  # a shorter Content-Length is within the limit
@@ -115,11 +107,16 @@ class HttpTransport:
             await _error(send, 403, JsonRpcErrorCode.InvalidRequest, f"Forbidden: {reason}.")
             return
         method = scope["method"]
+        if method == "OPTIONS":
+            await self.cors.preflight(headers, send)
+            return
+        if self.cors.origins and b"origin" in headers:
+            send = self.cors.wrap(headers[b"origin"], send)
         if self.rt.auth is not None and method in ("POST", "GET", "DELETE"):
             try:
-                headers.auth = await self.rt.auth.authenticate(single_authorization(_authorization(scope)))
+                headers.auth = await authenticate(self.rt, scope)
             except AuthError as exc:
-                await self._refuse(scope, send, headers, exc)
+                await refuse(self.rt, scope, send, headers.text(b"host"), exc)
                 return
         if method == "POST":
             await self._post(scope, receive, send, headers)
@@ -127,22 +124,12 @@ class HttpTransport:
             await self._get(scope, receive, send, headers)
         elif method == "DELETE":
             await self._delete(send, headers)
-        elif method == "OPTIONS":
-            await send({"type": "http.response.start", "status": 204, "headers": [
-                (b"allow", b"GET, POST, DELETE, OPTIONS")]})
-            await send({"type": "http.response.body", "body": b""})
         else:
             await _error(send, 405, JsonRpcErrorCode.InvalidRequest, "Method not allowed.",
                          headers=[(b"allow", b"GET, POST, DELETE")])
 
-    async def _refuse(self, scope: Scope, send: Send, headers: RequestHeaders, exc: AuthError) -> None:
-        urls = metadata_url(self.rt.settings, _base_url(scope, headers), self.rt.settings.endpoint_path)
-        extra = [(k.lower().encode(), v.encode()) for k, v in exc.headers(urls.challenge, include_scope=False).items()]
-        await json_response(send, exc.status, _json.dumps(exc.response_body(None)), extra)
-
     def _identity(self, headers: RequestHeaders) -> tuple[str, str, str] | None:
-        auth = headers.auth
-        return (auth.tenant_id or "", auth.client_id, auth.subject or "") if auth is not None else None
+        return identity_of(headers.auth)
 
     # -- POST -----------------------------------------------------------------------------------
 
@@ -272,7 +259,7 @@ class HttpTransport:
 
     def _tenant(self, headers: RequestHeaders) -> str | None:
         """``default`` without auth; the token's ``tid`` (or none: ``ctx.state`` fails closed) with it."""
-        return headers.auth.tenant_id if headers.auth is not None else ("default" if self.rt.auth is None else None)
+        return tenant_of(self.rt, headers.auth)
 
     def _scope_headers(self, rscope: RequestScope) -> tuple[int | None, list[tuple[bytes, bytes]]]:
         """A missing scope is answered 403 with a challenge that names no scope."""
@@ -616,14 +603,18 @@ class HttpTransport:
     async def _stream(self, receive: Receive, send: Send, record: SessionRecord, live: Live,
                       after: str | None = None) -> None:
         queue: asyncio.Queue[bytes | dict[str, Any] | None] = asyncio.Queue()
-        from ..server.notify import notification_for
+        from ..server.notify import notification_for, reaches
 
         shared = self.rt.shared
+
+        tenant = record.identity[0] if record.identity is not None else tenant_of(self.rt, None)
 
         def on_event(ev: dict[str, Any]) -> None:
             if ev.get("origin") == record.id:
                 return
             if ev.get("kind") == "resource":
+                if not reaches(ev, tenant):
+                    return
                 if shared:
                     queue.put_nowait(ev)  # subscribed? decided in the loop, against the stored record
                     return

@@ -11,14 +11,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
 from .. import _json
+from ..asgi_types import Receive, Send
+from ..auth import AuthError
+from ..context import AuthInfo
 from ..errors import JsonRpcErrorCode
-from ..protocol.jsonrpc import error_response
+from ..protocol.jsonrpc import error_response, too_deep
 from ..runtime import Runtime
+from .authn import Identity, authenticate, identity_of, refuse, tenant_of
 from .exchange import json_response
 from .guard import BodyTooLarge, OriginGuard, accepts, read_body
 from .sse import SseWriter, event
@@ -28,8 +31,6 @@ __all__ = ["LegacySseTransport"]
 
 log = logging.getLogger("mcpcore.transport")
 
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class _QueueChannel:
@@ -57,15 +58,33 @@ async def _error(send: Send, status: int, message: str) -> None:
                                                             "message": message}))
 
 
+class _Connection:
+    """One ``/sse`` stream: its message pump, its outgoing queue, and who opened it."""
+
+    __slots__ = ("channel", "identity", "pump")
+
+    def __init__(self, pump: MessagePump, channel: _QueueChannel, identity: Identity | None) -> None:
+        self.pump = pump
+        self.channel = channel
+        self.identity = identity
+
+
 class LegacySseTransport:
-    """Serves ``GET /sse`` and ``POST /messages``."""
+    """Serves ``GET /sse`` and ``POST /messages``.
+
+    Both routes pass the same door as ``/mcp``: Host/Origin guard, authentication (a stream is
+    bound to the identity that opened it, and every POST must prove the same identity), the body
+    and depth limits, and the session caps (``MCP_MAX_SESSIONS``, ``MCP_MAX_SESSIONS_PER_IDENTITY``
+    count open streams here).
+    """
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         s = rt.settings
         self.guard = OriginGuard(s.allowed_origins, s.allowed_hosts)
         self.keepalive_s = s.sse_keepalive_ms / 1000
-        self.connections: dict[str, tuple[MessagePump, _QueueChannel]] = {}
+        self.connections: dict[str, _Connection] = {}
+        self._per_identity: dict[Identity, int] = {}
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send, route: str) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
@@ -73,21 +92,44 @@ class LegacySseTransport:
         if reason is not None:
             await _error(send, 403, f"Forbidden: {reason}.")
             return
-        if route == "/sse" and scope["method"] == "GET":
-            await self._stream(scope, receive, send, headers)
-        elif route == "/messages" and scope["method"] == "POST":
-            await self._post(scope, receive, send, headers)
-        else:
+        if not ((route == "/sse" and scope["method"] == "GET") or (route == "/messages" and scope["method"] == "POST")):
             await _error(send, 405, "Method not allowed.")
+            return
+        try:
+            auth = await authenticate(self.rt, scope)
+        except AuthError as exc:
+            await refuse(self.rt, scope, send, headers.get("host"), exc)
+            return
+        if route == "/sse":
+            await self._stream(scope, receive, send, headers, auth)
+        else:
+            await self._post(scope, receive, send, headers, auth)
 
-    async def _stream(self, scope: dict[str, Any], receive: Receive, send: Send, headers: dict[str, str]) -> None:
+    def _room_for(self, identity: Identity | None) -> str | None:
+        s = self.rt.settings
+        if len(self.connections) >= s.max_sessions:
+            return f"Too many open sessions ({s.max_sessions}); try again later."
+        if identity is not None and self._per_identity.get(identity, 0) >= s.max_sessions_per_identity:
+            return f"Too many open sessions for this identity ({s.max_sessions_per_identity})."
+        return None
+
+    async def _stream(self, scope: dict[str, Any], receive: Receive, send: Send, headers: dict[str, str],
+                      auth: AuthInfo | None) -> None:
         if "accept" in headers and not accepts(headers["accept"], "text/event-stream"):
             await _error(send, 406, "Not Acceptable: use text/event-stream.")
             return
+        identity = identity_of(auth)
+        full = self._room_for(identity)
+        if full is not None:
+            await json_response(send, 503, error_response(None, {"code": JsonRpcErrorCode.ServiceUnavailable,
+                                                                 "message": full}), [(b"retry-after", b"5")])
+            return
         cid = secrets.token_hex(16)
         channel = _QueueChannel()
-        pump = MessagePump(self.rt, channel, origin=f"sse:{cid}")
-        self.connections[cid] = (pump, channel)
+        pump = MessagePump(self.rt, channel, origin=f"sse:{cid}", auth=auth, tenant_id=tenant_of(self.rt, auth))
+        self.connections[cid] = _Connection(pump, channel, identity)
+        if identity is not None:
+            self._per_identity[identity] = self._per_identity.get(identity, 0) + 1
         writer = SseWriter(send, [], self.keepalive_s)
         stop = self.rt.dispatcher.closing.add_listener(lambda: channel.queue.put_nowait(None))
         gone = asyncio.get_running_loop().create_task(_until_disconnect(receive))
@@ -109,22 +151,32 @@ class LegacySseTransport:
             gone.cancel()
             stop()
             self.connections.pop(cid, None)
+            if identity is not None:
+                left = self._per_identity.get(identity, 1) - 1
+                if left > 0:
+                    self._per_identity[identity] = left
+                else:
+                    self._per_identity.pop(identity, None)
             await pump.close("the SSE stream closed")
             await writer.close()
 
-    async def _post(self, scope: dict[str, Any], receive: Receive, send: Send, headers: dict[str, str]) -> None:
+    async def _post(self, scope: dict[str, Any], receive: Receive, send: Send, headers: dict[str, str],
+                    auth: AuthInfo | None) -> None:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         cid = (query.get("session_id") or [""])[0]
         conn = self.connections.get(cid)
-        if conn is None:
+        if conn is None or conn.identity != identity_of(auth):
+            if conn is not None:
+                log.warning("refused a /messages POST from another identity than the stream's")
             await _error(send, 404, "Unknown or closed session; open a new stream with GET /sse.")
             return
         ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if ctype != "application/json":
             await _error(send, 415, "Unsupported Media Type: use application/json.")
             return
+        limits = self.rt.settings
         try:
-            body = await read_body(receive, self.rt.settings.max_body_bytes, headers.get("content-length"))
+            body = await read_body(receive, limits.max_body_bytes, headers.get("content-length"))
         except BodyTooLarge:
             await _error(send, 413, "Payload Too Large.")
             return
@@ -136,7 +188,10 @@ class LegacySseTransport:
             await json_response(send, 400, error_response(None, {"code": JsonRpcErrorCode.ParseError,
                                                                  "message": "Parse error."}))
             return
-        conn[0].handle(msg)
+        if too_deep(msg, limits.max_json_depth, body):
+            await _error(send, 400, f"Bad Request: JSON nested deeper than {limits.max_json_depth} levels.")
+            return
+        conn.pump.handle(msg)
         await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"8")]})
         await send({"type": "http.response.body", "body": b"Accepted"})
 

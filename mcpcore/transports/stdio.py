@@ -16,15 +16,16 @@ import sys
 from typing import Any, Protocol
 
 from .. import _json
-from ..context import RequestScope
+from ..context import AuthInfo, RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import read_envelope
 from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, request_message, settle, too_deep
 from ..protocol.versions import META_PROTOCOL_VERSION, Era, supports_batches
 from ..runtime import Runtime
-from ..server.notify import notification_for
+from ..server.notify import notification_for, reaches
 from ..sessions.base import SessionRecord
+from .authn import identity_of
 from .live import InFlight
 
 __all__ = ["MessagePump", "StdioTransport"]
@@ -106,10 +107,13 @@ class _Out:
 class MessagePump:
     """One connection's messages in, its responses and notifications out through ``writer``."""
 
-    def __init__(self, rt: Runtime, writer: Channel, origin: str = "stdio") -> None:
+    def __init__(self, rt: Runtime, writer: Channel, origin: str = "stdio", *, auth: AuthInfo | None = None,
+                 tenant_id: str | None = "default") -> None:
         self.rt = rt
         self.writer = writer
         self.origin = origin
+        self.auth = auth
+        self.tenant_id = tenant_id
         self.session: SessionRecord | None = None
         self.inflight: dict[Any, InFlight] = {}
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -131,7 +135,8 @@ class MessagePump:
     def _on_event(self, event: dict[str, Any]) -> None:
         if self.session is None or event.get("origin") == self.session.id:
             return
-        if event.get("kind") == "resource" and event.get("uri") not in self.session.subscriptions:
+        if event.get("kind") == "resource" and (event.get("uri") not in self.session.subscriptions
+                                                or not reaches(event, self.tenant_id)):
             return
         note = notification_for(event)
         if note is not None:
@@ -178,8 +183,8 @@ class MessagePump:
         rid = msg["id"]
         params = msg.get("params") or {}
         meta = params.get("_meta") if type(params.get("_meta")) is dict else None
-        rscope = RequestScope(method=msg["method"], jsonrpc_id=rid, services=self.rt.services, transport=self.origin,
-                              outbound=_Out(self), meta=meta, tenant_id="default")
+        rscope = RequestScope(method=msg["method"], jsonrpc_id=rid, services=self.rt.services, auth=self.auth,
+                              tenant_id=self.tenant_id, transport=self.origin, outbound=_Out(self), meta=meta)
         if meta is not None and META_PROTOCOL_VERSION in meta:
             try:
                 env = read_envelope(params)
@@ -194,7 +199,7 @@ class MessagePump:
             rscope.progress_token = env.progress_token
         else:
             if msg["method"] == "initialize":
-                self.session = SessionRecord(id=self.origin)
+                self.session = SessionRecord(id=self.origin, identity=identity_of(self.auth))
             s = self.session
             rscope.session = s
             rscope.protocol_version = s.protocol_version if s else "2025-03-26"

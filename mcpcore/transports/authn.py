@@ -1,0 +1,64 @@
+"""Authentication at the door of every HTTP transport (streamable HTTP and the 2024 HTTP+SSE).
+
+Every route that serves MCP messages goes through :func:`authenticate` before it reads a body,
+and a refusal is answered the same way everywhere (:func:`refuse`): the status, the
+``WWW-Authenticate`` challenge naming the protected-resource metadata, and the JSON-RPC body.
+"""
+
+from __future__ import annotations
+
+from .. import _json
+from ..asgi_types import Scope, Send
+from ..auth import AuthError, metadata_url, single_authorization
+from ..context import AuthInfo
+from ..runtime import Runtime
+from .exchange import json_response
+
+__all__ = ["Identity", "authenticate", "identity_of", "refuse", "tenant_of"]
+
+Identity = tuple[str, str, str]
+"""``(tenant, client id, subject)``: the principal a session or connection is bound to."""
+
+
+def _authorization(scope: Scope) -> list[str]:
+    """Every ``Authorization`` header (more than one is refused, so none may be lost)."""
+    return [v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"]
+
+
+async def authenticate(rt: Runtime, scope: Scope) -> AuthInfo | None:
+    """The caller's verified identity; ``None`` when the app has no auth.
+
+    Raises:
+        AuthError: no token, a bad one, or the verifier is unavailable.
+    """
+    if rt.auth is None:
+        return None
+    info: AuthInfo = await rt.auth.authenticate(single_authorization(_authorization(scope)))
+    return info
+
+
+def identity_of(auth: AuthInfo | None) -> Identity | None:
+    """What a session or connection is bound to (``None`` without auth)."""
+    return (auth.tenant_id or "", auth.client_id, auth.subject or "") if auth is not None else None
+
+
+def tenant_of(rt: Runtime, auth: AuthInfo | None) -> str | None:
+    """``default`` without auth; with auth the token's ``tid``, or ``None`` (``ctx.state`` then
+    fails closed): an authenticated server never falls back to the shared default tenant."""
+    if auth is not None:
+        return auth.tenant_id
+    return "default" if rt.auth is None else None
+
+
+def base_url(scope: Scope, host: str | None) -> str:
+    """The request's base URL (``MCP_PUBLIC_URL`` wins where it is set, by the callers)."""
+    server = scope.get("server")
+    h = host or (f"{server[0]}:{server[1]}" if server else "localhost")
+    return f"{scope.get('scheme', 'http')}://{h}{scope.get('root_path', '')}"
+
+
+async def refuse(rt: Runtime, scope: Scope, send: Send, host: str | None, exc: AuthError) -> None:
+    """Answer an authentication failure: status, challenge, JSON-RPC error body."""
+    urls = metadata_url(rt.settings, base_url(scope, host), rt.settings.endpoint_path)
+    extra = [(k.lower().encode(), v.encode()) for k, v in exc.headers(urls.challenge, include_scope=False).items()]
+    await json_response(send, exc.status, _json.dumps(exc.response_body(None)), extra)
