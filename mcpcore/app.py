@@ -27,6 +27,7 @@ from .server.registry import Registry, decorate_inline
 from .server.registry import Registry as _Registry
 from .sessions.events import MemoryEventBuffer
 from .sessions.memory import MemorySessionStore
+from .sessions.streams import MemoryStreamSlots
 from .storage.memory import MemoryStorage
 from .storage.service import CursorSigner, StateService
 from .transports.guard import OriginGuard, valid_host
@@ -128,8 +129,16 @@ class McpApp:
             self.sessions = MemorySessionStore(idle_ms=s.session_idle_ms, max_sessions=s.max_sessions,
                                                max_per_identity=s.max_sessions_per_identity,
                                                is_busy=self.live.is_busy)
-            self.events = MemoryEventBuffer(s.resumability_max_events, s.resumability_ttl_ms) \
+            self.events = MemoryEventBuffer(s.resumability_max_events, s.resumability_ttl_ms,
+                                            max_bytes=s.resumability_max_bytes,
+                                            max_total_bytes=s.resumability_max_total_bytes) \
                 if s.resumability else None
+        if s.session_store == "redis":
+            from .sessions.streams import RedisStreamSlots
+            self.stream_slots: Any = RedisStreamSlots(self.redis, s.max_streams_per_session,
+                                                      lease_ms=int(3000 * max(10.0, self._sweep_period())))
+        else:
+            self.stream_slots = MemoryStreamSlots(s.max_streams_per_session)
         self.sessions.on_evict = self._evicted
         self.notifier = Notifier(self.bus)
         self.notify = AppNotifier(self.notifier)
@@ -324,12 +333,16 @@ class McpApp:
             await self._exit.aclose()
             self._exit = None
 
+    def _sweep_period(self) -> float:
+        return max(1.0, min(60.0, self.settings.session_idle_ms / 3000))
+
     async def _sweep(self) -> None:
-        period = max(1.0, min(60.0, self.settings.session_idle_ms / 3000))
+        period = self._sweep_period()
         keep_alive = getattr(self.sessions, "keep_alive", None)
         while True:
             await asyncio.sleep(period)
             try:
+                await self.stream_slots.renew()
                 await self.sessions.sweep()
                 if keep_alive is not None:
                     for sid in await keep_alive(self.live.busy_ids()):
@@ -466,7 +479,8 @@ class McpApp:
                        notifier=self.notifier, bus=self.bus, sessions=self.sessions, live=self.live,
                        session_mode=self.session_mode, server_info=self.server_info, events=self.events,
                        shared=self.redis is not None, auth=self.authenticator,
-                       expose_stateless_session_id=self.expose_stateless_session_id)
+                       expose_stateless_session_id=self.expose_stateless_session_id,
+                       stream_slots=self.stream_slots)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -245,7 +245,9 @@ def classify(exc: BaseException) -> McpError:
     if isinstance(exc, ConnectionError):
         return McpError(JsonRpcErrorCode.ServiceUnavailable, "An upstream service is unavailable.", cause=exc)
     if isinstance(exc, ValueError) and not isinstance(exc, UnicodeError):
-        return McpError(JsonRpcErrorCode.ValidationError, _scrub(str(exc)) or "Invalid value.", cause=exc)
+        # Its text is the library's or the handler's own words about a value, often echoing
+        # it: logged, never sent. Raise McpError (or validation_error) to tell the caller why.
+        return McpError(JsonRpcErrorCode.ValidationError, "Invalid value.", cause=exc)
     if isinstance(exc, NotImplementedError):
         return McpError(JsonRpcErrorCode.InternalError, "Not implemented.", cause=exc)
     return McpError(JsonRpcErrorCode.InternalError, "Internal error.", cause=exc)

@@ -34,3 +34,4 @@ class Runtime:
     events: Any = None
     shared: bool = False
     expose_stateless_session_id: bool = False
+    stream_slots: Any = None

@@ -141,3 +141,11 @@ async def test_memory_append_after_release_does_not_revive_a_stream_in_flight() 
     sink.event_nowait(b"{}")
     sink.end_nowait()
     assert "s1" not in buf._sessions
+
+
+@pytest.mark.parametrize("after", ["\u00b2", "abc", "-1", "1-x", "9" * 40, "1.5", ""])
+async def test_a_malformed_resume_point_is_an_unknown_id(make_buffer: Any, after: str) -> None:
+    buf = make_buffer()
+    await buf.append("s1", "A", b'{"a":1}')
+    with pytest.raises(LookupError):
+        await drain(buf.follow("s1", "A", after))

@@ -8,10 +8,12 @@ Mapping (same as the reference framework):
   (space-separated string, or an array as some issuers send) and ``mcp_tool_scopes`` (array or
   string). A claim of another type is 401. A token with no scopes is accepted (unlike the reference,
   which rejects it): it can call whatever declares no scopes, and scope-protected operations answer 403.
-- ``subject`` ← ``sub`` (a string when present, else 401).
+- ``subject`` ← ``sub`` (when present a non-empty printable string of ≤ 1024 chars, else 401: an empty
+  subject would be the same principal as a token without one).
 - ``tenant_id`` ← ``tid``, validated by :func:`is_valid_tenant_id`; absent → ``None`` (``ctx.state``
   then fails closed under jwt/oauth); present but invalid → 401.
-- ``expires_at`` ← ``exp``; ``claims`` keeps the whole payload; ``token`` the raw bearer token.
+- ``expires_at`` ← ``exp`` (a NumericDate when present, else 401: PyJWT accepts a numeric string);
+  ``claims`` keeps the whole payload; ``token`` the raw bearer token.
 """
 
 from __future__ import annotations
@@ -86,12 +88,16 @@ def auth_info_from_claims(claims: Mapping[str, Any], token: str | None = None) -
     except ValueError:
         raise AuthError.invalid_token("Token scope claims are malformed.", reason="scopes") from None
     subject = claims.get("sub")
-    if subject is not None and not isinstance(subject, str):
+    if subject is not None and (not isinstance(subject, str) or not subject.strip() or len(subject) > 1024
+                                or _CONTROL.search(subject)):
+        # An empty subject would be the same principal as a token with none.
         raise AuthError.invalid_token("Token subject (sub) is invalid.", reason="subject")
     tenant = claims.get("tid")
     if tenant is not None and not is_valid_tenant_id(tenant):
         raise AuthError.invalid_token("Token tenant id (tid) is invalid.", reason="tenant")
     exp = claims.get("exp")
-    expires_at = int(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else None
+    if exp is not None and (not isinstance(exp, (int, float)) or isinstance(exp, bool)):
+        raise AuthError.invalid_token("Token expiry (exp) must be a number.", reason="expiry")
+    expires_at = int(exp) if exp is not None else None
     return AuthInfo(client_id=client_id, scopes=scopes, subject=subject, tenant_id=tenant,
                     expires_at=expires_at, token=token, claims=dict(claims))

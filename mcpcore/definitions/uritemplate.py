@@ -4,6 +4,15 @@ Only matching is needed by a server: a ``resources/read`` URI is matched against
 to pull out its variables. Simple (``{id}``), reserved (``{+path}``), fragment (``{#f}``), label
 (``{.ext}``), path segment (``{/seg}``), path-style (``{;p}``) and query (``{?q}``, ``{&q}``)
 expressions are understood.
+
+What a handler may assume of a matched variable, after percent-decoding (a URI that breaks any
+of these does not match, exactly as if its characters had been sent unencoded):
+- no NUL or other control character, in any expression;
+- a simple, label, path-segment or path-style variable holds no ``/`` or ``\\`` and is not
+  ``.`` or ``..``;
+- a reserved (``{+path}``) or fragment variable has no ``.`` or ``..`` segment, with ``/`` or
+  ``\\`` as the separator, so ``{+path}`` cannot climb out of its root;
+- query variables follow the same rules as simple ones.
 """
 
 from __future__ import annotations
@@ -21,10 +30,24 @@ _VAR = re.compile(r"^([A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?([A-Za-z0-9_]|%[0-9A-Fa
 _OPS = "+#./;?&"
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SEGMENTS = re.compile(r"[/\\]")
+
+
 @dataclass(frozen=True, slots=True)
 class _Var:
     name: str
     explode: bool
+    reserved: bool = False
+
+
+def _safe(value: str, reserved: bool) -> bool:
+    """Whether a decoded variable keeps the guarantees in the module docstring."""
+    if _CONTROL.search(value):
+        return False
+    if reserved:
+        return not any(seg in (".", "..") for seg in _SEGMENTS.split(value))
+    return value not in (".", "..") and _SEGMENTS.search(value) is None
 
 
 class UriTemplate:
@@ -47,7 +70,7 @@ class UriTemplate:
             specs = body[len(op):].split(",")
             if not body or not all(_VAR.match(s) for s in specs):
                 raise ConfigurationError(f"invalid URI template expression {{{body}}} in {template!r}")
-            vars_ = [_Var(s.split(":")[0].rstrip("*"), s.endswith("*")) for s in specs]
+            vars_ = [_Var(s.split(":")[0].rstrip("*"), s.endswith("*"), op in ("+", "#")) for s in specs]
             if op in ("?", "&"):
                 self._query_vars.extend(vars_)
                 continue
@@ -101,14 +124,22 @@ class UriTemplate:
             if raw is None:
                 continue
             if v.explode:
-                out[v.name] = [unquote(p) for p in re.split(r"[/,]", raw) if p]
+                items = [unquote(p) for p in re.split(r"[/,]", raw) if p]
+                if not all(_safe(p, v.reserved) for p in items):
+                    return None
+                out[v.name] = items
             else:
-                out[v.name] = unquote(raw)
+                value = unquote(raw)
+                if not _safe(value, v.reserved):
+                    return None
+                out[v.name] = value
         if self._query_vars:
             q = m.group("__query") or ""
             pairs = parse_qsl(q, keep_blank_values=True)
             for v in self._query_vars:
                 vals = [val for k, val in pairs if k == v.name]
+                if not all(_safe(val, False) for val in vals):
+                    return None
                 if vals:
                     out[v.name] = vals if v.explode else vals[0]
         return out

@@ -7,10 +7,12 @@ from typing import Any, Literal
 
 from .. import _json
 from ..errors import JsonRpcErrorCode, McpError
+from .limits import MAX_ID, MAX_METHOD
 
 __all__ = [
     "InvalidMessage",
     "MessageKind",
+    "bounded_batch",
     "classify_message",
     "error_response",
     "request_message",
@@ -31,9 +33,10 @@ class InvalidMessage(McpError):
 
 
 def valid_id(value: object) -> bool:
-    """MCP ids are strings or integers; never bool, null or float."""
+    """MCP ids are strings (of at most ``MAX_ID`` characters here) or integers; never bool,
+    null or float."""
     t = type(value)
-    return t is str or t is int
+    return t is int or (t is str and len(value) <= MAX_ID)  # type: ignore[arg-type]
 
 
 def classify_message(msg: object) -> MessageKind:
@@ -46,9 +49,10 @@ def classify_message(msg: object) -> MessageKind:
                              rid if valid_id(rid) else None)
     method = msg.get("method")
     if method is not None:
-        if type(method) is not str or not method:
+        if type(method) is not str or not method or len(method) > MAX_METHOD:
             rid = msg.get("id")
-            raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, 'The "method" member must be a non-empty string.',
+            raise InvalidMessage(JsonRpcErrorCode.InvalidRequest,
+                                 f'The "method" member must be a string of 1 to {MAX_METHOD} characters.',
                                  rid if valid_id(rid) else None)
         params = msg.get("params")
         if "id" not in msg:
@@ -59,12 +63,18 @@ def classify_message(msg: object) -> MessageKind:
         t = type(rid)
         if t is not str and t is not int:  # valid_id, inlined: every request passes here
             raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, 'The "id" member must be a string or an integer.')
+        if t is str and len(rid) > MAX_ID:
+            raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, f'A string "id" has at most {MAX_ID} characters.')
         if params is not None and type(params) is not dict:
             raise InvalidMessage(JsonRpcErrorCode.InvalidParams, '"params" must be an object.', rid)
         return "request"
     if "id" in msg and ("result" in msg or "error" in msg):
         if not valid_id(msg["id"]):
             raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, 'The "id" member must be a string or an integer.')
+        if "result" in msg and "error" in msg:
+            raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, 'A response carries "result" or "error", not both.')
+        if type(msg["id"]) is str and len(msg["id"]) > MAX_ID:
+            raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, f'A string "id" has at most {MAX_ID} characters.')
         return "response"
     rid = msg.get("id")
     raise InvalidMessage(JsonRpcErrorCode.InvalidRequest, "Not a JSON-RPC request, notification or response.",
@@ -105,6 +115,24 @@ def error_response(request_id: str | int | None, error: dict[str, Any]) -> bytes
     if request_id is None:
         return b'{"jsonrpc":"2.0","error":' + _json.dumps(error) + b"}"
     return b'{"jsonrpc":"2.0","id":' + _json.dumps(request_id) + b',"error":' + _json.dumps(error) + b"}"
+
+
+def bounded_batch(errors: list[bytes], answered: list[tuple[dict[str, Any], bytes | None]],
+                  limit: int) -> list[bytes]:
+    """The parts of a batch's response, at most ``limit`` bytes in all: answers past the limit
+    are replaced by a short error naming it, so one small request cannot make the server build
+    and send an unbounded response."""
+    parts = list(errors)
+    size = sum(len(p) for p in parts)
+    for msg, body in answered:
+        if body is None:
+            continue
+        if size + len(body) > limit:
+            body = error_response(msg["id"], {"code": JsonRpcErrorCode.InvalidRequest, "message": (
+                f"The batch's response would exceed {limit} bytes; send this request on its own.")})
+        size += len(body)
+        parts.append(body)
+    return parts
 
 
 def request_message(request_id: str, method: str, params: dict[str, Any] | None) -> dict[str, Any]:

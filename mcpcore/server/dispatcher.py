@@ -19,6 +19,7 @@ from ..definitions.resources import CacheHint
 from ..errors import ErrorContract, JsonRpcErrorCode, McpError, classify
 from ..logs import LEVELS, normalize_level
 from ..protocol.jsonrpc import error_response, result_response
+from ..protocol.limits import check_params, clip
 from ..protocol.versions import (
     META_SERVER_INFO,
     MODERN_VERSIONS,
@@ -175,7 +176,8 @@ class Dispatcher:
         params = msg.get("params") or {}
         try:
             if not supported and not self.supports(method, scope.era):
-                raise McpError(JsonRpcErrorCode.MethodNotFound, f"Method not found: {method}")
+                raise McpError(JsonRpcErrorCode.MethodNotFound, f"Method not found: {clip(method)}")
+            check_params(method, params, scope.progress_token)
             if method in self._lists:
                 return await self._list(rid, method, params, scope)
             handler = self._common.get(method) or (self._legacy if scope.era is Era.LEGACY else self._modern)[method]
@@ -250,6 +252,10 @@ class Dispatcher:
         version = negotiate(params.get("protocolVersion"))
         caps = _normalize_capabilities(params.get("capabilities"))
         info = params.get("clientInfo") if type(params.get("clientInfo")) is dict else None
+        limit = self.settings.max_client_metadata_bytes
+        if len(_json.dumps(caps)) + (len(_json.dumps(info)) if info else 0) > limit:
+            raise McpError(JsonRpcErrorCode.InvalidParams, f"capabilities and clientInfo exceed {limit} bytes.",
+                           {"reason": "too_large", "limit": limit})
         scope.protocol_version = version
         scope.client_capabilities = caps
         scope.client_info = info

@@ -3,13 +3,14 @@ client asked for, fed by the bus."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from ..bus.base import BusEvent
 from ..context import RequestScope
 from ..errors import JsonRpcErrorCode, McpError
+from ..protocol.limits import MAX_URI
 from ..protocol.versions import META_SUBSCRIPTION_ID
+from ..queues import BoundedQueue
 from .notify import notification_for, reaches
 
 if TYPE_CHECKING:
@@ -18,8 +19,9 @@ if TYPE_CHECKING:
 __all__ = ["honored_filter", "listen"]
 
 
-def honored_filter(requested: Any, capabilities: dict[str, Any]) -> dict[str, Any]:
-    """The part of a ``SubscriptionFilter`` this server honours (unsupported types omitted)."""
+def honored_filter(requested: Any, capabilities: dict[str, Any], max_subscriptions: int = 100) -> dict[str, Any]:
+    """The part of a ``SubscriptionFilter`` this server honours (unsupported types omitted);
+    at most ``max_subscriptions`` resource URIs may be asked for."""
     if requested is None:
         requested = {}
     if type(requested) is not dict:
@@ -36,6 +38,9 @@ def honored_filter(requested: Any, capabilities: dict[str, Any]) -> dict[str, An
     if subs is not None:
         if type(subs) is not list or not all(type(u) is str for u in subs):
             raise McpError(JsonRpcErrorCode.InvalidParams, '"resourceSubscriptions" must be a list of URIs.')
+        if len(subs) > max_subscriptions or any(len(u) > MAX_URI for u in subs):
+            raise McpError(JsonRpcErrorCode.InvalidParams, f'"resourceSubscriptions" holds at most {max_subscriptions} '
+                           f"URIs of at most {MAX_URI} characters.", {"reason": "too_many_subscriptions"})
         if capabilities.get("resources", {}).get("subscribe"):
             out["resourceSubscriptions"] = list(dict.fromkeys(subs))
     return out
@@ -53,9 +58,9 @@ def _wanted(event: BusEvent, honored: dict[str, Any]) -> bool:
 
 
 async def listen(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
-    honored = honored_filter(params.get("notifications"), d.capabilities())
+    honored = honored_filter(params.get("notifications"), d.capabilities(), d.settings.max_subscriptions)
     meta = {META_SUBSCRIPTION_ID: scope.jsonrpc_id}
-    queue: asyncio.Queue[BusEvent | None] = asyncio.Queue()
+    queue: BoundedQueue[BusEvent] = BoundedQueue(d.settings.stream_queue_max)
 
     tenant = scope.tenant_id
 

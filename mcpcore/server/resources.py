@@ -88,6 +88,10 @@ async def subscribe(d: Dispatcher, params: dict[str, Any], scope: RequestScope) 
     uri = _uri(params)
     session = scope.session
     if session is not None and uri not in session.subscriptions:
+        cap = d.settings.max_subscriptions
+        if len(session.subscriptions) >= cap:
+            raise McpError(JsonRpcErrorCode.InvalidParams, f"A session holds at most {cap} resource subscriptions; "
+                           "unsubscribe from one first.", {"reason": "too_many_subscriptions", "limit": cap})
         session.subscriptions.add(uri)
         await d.save_session(session)
     return {}

@@ -16,10 +16,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Protocol
 
-__all__ = ["EventBuffer", "MemoryEventBuffer", "SessionEvents", "split_event_id"]
+__all__ = ["Budget", "EventBuffer", "MemoryEventBuffer", "SessionEvents", "split_event_id"]
 
 END = b""  # data of the end marker; the priming event is stored with data b" "
 PRIME = b" "
@@ -63,15 +63,30 @@ class EventBuffer(Protocol):
 _Entry = tuple[int, str, bytes, float, bool]
 
 
+class Budget:
+    """The bytes every session's buffer holds together, against ``MCP_HTTP_RESUMABILITY_MAX_TOTAL_BYTES``."""
+
+    __slots__ = ("limit", "on_over", "total")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = 0
+        self.on_over: Callable[[SessionEvents], None] = lambda _s: None
+
+
 class SessionEvents:
-    """One session's events, oldest first, at most ``max_events`` (the deque drops the oldest)."""
+    """One session's events, oldest first: at most ``max_events`` and ``max_bytes`` of data
+    (the oldest leave first), within the buffer's total budget."""
 
-    __slots__ = ("changed", "entries", "seq", "ttl")
+    __slots__ = ("budget", "changed", "entries", "max_bytes", "seq", "size", "ttl")
 
-    def __init__(self, max_events: int, ttl: float) -> None:
+    def __init__(self, max_events: int, ttl: float, max_bytes: int = 1 << 62, budget: Budget | None = None) -> None:
         self.entries: deque[_Entry] = deque(maxlen=max_events)
         self.seq = 0
         self.ttl = ttl
+        self.size = 0
+        self.max_bytes = max_bytes
+        self.budget = budget if budget is not None else Budget(1 << 62)
         self.changed: asyncio.Event | None = None  # exists only while a follower waits
 
     def add(self, stream_id: str, data: bytes, end: bool = False) -> int:
@@ -79,20 +94,47 @@ class SessionEvents:
         self.seq = seq = self.seq + 1
         now = _monotonic()
         entries = self.entries
+        n = len(data)
+        if len(entries) == entries.maxlen:
+            n -= len(entries[0][2])  # the deque drops it on append
         entries.append((seq, stream_id, data, now, end))
+        self.size += n
+        budget = self.budget
+        budget.total += n
         if entries[0][3] < now - self.ttl:
             self.expire(now)
+        if self.size > self.max_bytes:
+            self.shed(self.max_bytes)
+        if budget.total > budget.limit:
+            budget.on_over(self)
         changed = self.changed
         if changed is not None:
             self.changed = None
             changed.set()
         return seq
 
+    def shed(self, size: int) -> None:
+        """Drop the oldest entries until at most ``size`` bytes are held (the newest stays)."""
+        entries = self.entries
+        while self.size > size and len(entries) > 1:
+            self._pop()
+
+    def _pop(self) -> None:
+        n = len(self.entries.popleft()[2])
+        self.size -= n
+        self.budget.total -= n
+
+    def drop_all(self) -> None:
+        """Forget every entry (the session was released)."""
+        self.budget.total -= self.size
+        self.size = 0
+        self.entries.clear()
+
     def expire(self, now: float) -> None:
         """Drop the entries older than the TTL (they are at the left)."""
         entries, limit = self.entries, now - self.ttl
         while entries and entries[0][3] < limit:
-            entries.popleft()
+            self._pop()
 
     def index(self, seq: int) -> int:
         """Position of entry ``seq``: negative when evicted, ``len(entries)`` for the next one."""
@@ -106,20 +148,53 @@ class SessionEvents:
 
 
 class MemoryEventBuffer:
-    """Per-session bounded buffers in this process (by count and by age)."""
+    """Per-session bounded buffers in this process: by count, by age, by bytes per session and
+    by bytes in all. Past the total, the sessions written to least recently lose their events
+    first (down to 90% of the total, so the sweep is rare)."""
 
-    def __init__(self, max_events: int = 512, ttl_ms: int = 300_000) -> None:
+    def __init__(self, max_events: int = 512, ttl_ms: int = 300_000, *, max_bytes: int = 1_048_576,
+                 max_total_bytes: int = 268_435_456) -> None:
         self.max_events = max_events
         self.ttl = ttl_ms / 1000
+        self.max_bytes = max_bytes
+        self.budget = Budget(max_total_bytes)
+        self.budget.on_over = self._over_budget
         self._sessions: dict[str, SessionEvents] = {}
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of event data held for every session together."""
+        return self.budget.total
+
+    def bytes_of(self, session_id: str) -> int:
+        """Bytes of event data held for one session (0 when none)."""
+        s = self._sessions.get(session_id)
+        return s.size if s is not None else 0
 
     def open(self, session_id: str) -> SessionEvents:
         """The session's buffer, created on first use. A writer may keep it for the life of a
         stream: once the session is released, what it adds goes away with the object."""
         s = self._sessions.get(session_id)
         if s is None:
-            s = self._sessions[session_id] = SessionEvents(self.max_events, self.ttl)
+            s = self._sessions[session_id] = SessionEvents(self.max_events, self.ttl, self.max_bytes, self.budget)
         return s
+
+    def _over_budget(self, writing: SessionEvents) -> None:
+        target = self.budget.limit * 9 // 10
+        now = _monotonic()
+        for s in self._sessions.values():
+            s.expire(now)
+        if self.budget.total <= target:
+            return
+        others = sorted((s for s in self._sessions.values() if s is not writing and s.entries),
+                        key=lambda s: s.entries[-1][3])
+        for s in others:
+            s.shed(max(0, target - (self.budget.total - s.size)))
+            if s.entries and self.budget.total > target:
+                s._pop()
+            if self.budget.total <= target:
+                return
+        writing.shed(max(0, target - (self.budget.total - writing.size)))
 
     async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
         return f"{stream_id}_{self.open(session_id).add(stream_id, data)}"
@@ -132,7 +207,8 @@ class MemoryEventBuffer:
         s = self._sessions.get(session_id)
         last = 0
         if after is not None:
-            if s is None or not after.isdigit() or not s.holds(int(after), stream_id):
+            if s is None or not (after.isascii() and after.isdigit()) or len(after) > 19 or \
+                    not s.holds(int(after), stream_id):
                 raise LookupError(after)
             last = int(after)
         while True:
@@ -163,5 +239,8 @@ class MemoryEventBuffer:
     def release_nowait(self, session_id: str) -> None:
         """:meth:`release` without awaiting (nothing here waits)."""
         s = self._sessions.pop(session_id, None)
-        if s is not None and s.changed is not None:
-            s.changed.set()
+        if s is not None:
+            s.drop_all()
+            s.budget = Budget(1 << 62)  # a writer still holding it no longer counts against the total
+            if s.changed is not None:
+                s.changed.set()

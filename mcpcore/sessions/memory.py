@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ..errors import JsonRpcErrorCode, McpError
 from .base import SessionRecord
@@ -25,41 +25,54 @@ class MemorySessionStore:
 
     When the cap is reached, expired sessions are dropped first; then the least recently used
     session that is not busy (``is_busy(id)`` is false: no open stream, nothing in flight) is
-    evicted, so abandoned sessions never lock new clients out. One authenticated identity holds
-    at most ``max_per_identity`` sessions (its least recently used idle one makes room).
+    evicted, so abandoned sessions never lock new clients out, but never another identity's
+    recent one: a session of another identity makes room only once it has been idle for
+    ``evict_after_ms`` (else the newcomer is refused, 503). Anonymous sessions (no auth) are all
+    one principal. One authenticated identity holds at most ``max_per_identity`` sessions (its
+    least recently used idle one makes room).
     """
 
     def __init__(self, *, idle_ms: int = 1_800_000, max_sessions: int = 10_000, max_per_identity: int = 100,
-                 is_busy: Callable[[str], bool] | None = None) -> None:
+                 evict_after_ms: int = 60_000, is_busy: Callable[[str], bool] | None = None) -> None:
         self._items: OrderedDict[str, SessionRecord] = OrderedDict()
         self.idle = idle_ms / 1000
+        self.evict_after = evict_after_ms / 1000
         self.max_sessions = max_sessions
         self.max_per_identity = max_per_identity
-        self._by_identity: dict[tuple[str, str, str], OrderedDict[str, None]] = {}
+        self._by_identity: dict[tuple[str, str, str] | None, OrderedDict[str, None]] = {}
         self.is_busy = is_busy or (lambda _id: False)
         self.on_evict: Callable[[str], None] | None = None
 
+    def _idle_victim(self, candidates: Iterable[str], older_than: float | None = None) -> str | None:
+        """The first session of ``candidates`` (oldest first) that is not busy and, when
+        ``older_than`` is given, was last seen before it."""
+        for sid in candidates:
+            if older_than is not None and self._items[sid].last_seen > older_than:
+                return None
+            if not self.is_busy(sid):
+                return sid
+        return None
+
     async def create(self, record: SessionRecord) -> None:
         if record.identity is not None:
-            mine = list(self._by_identity.get(record.identity, ()))
+            mine = self._by_identity.get(record.identity, ())
             if len(mine) >= self.max_per_identity:
-                victim = next((sid for sid in mine if not self.is_busy(sid)), None)
+                victim = self._idle_victim(list(mine))
                 if victim is None:
                     raise SessionCapacityError(self.max_per_identity)
                 self._drop(victim)
         if len(self._items) >= self.max_sessions:
             await self.sweep()
         if len(self._items) >= self.max_sessions:
-            for sid in list(self._items):
-                if not self.is_busy(sid):
-                    self._drop(sid)
-                    break
+            victim = self._idle_victim(list(self._items), time.monotonic() - self.evict_after) or \
+                self._idle_victim(list(self._by_identity.get(record.identity, ())))
+            if victim is not None:
+                self._drop(victim)
         if len(self._items) >= self.max_sessions:
             raise SessionCapacityError(self.max_sessions)
         record.last_seen = time.monotonic()
         self._items[record.id] = record
-        if record.identity is not None:
-            self._by_identity.setdefault(record.identity, OrderedDict())[record.id] = None
+        self._by_identity.setdefault(record.identity, OrderedDict())[record.id] = None
 
     async def get(self, session_id: str) -> SessionRecord | None:
         rec = self._items.get(session_id)
@@ -71,16 +84,19 @@ class MemorySessionStore:
             return None
         rec.last_seen = now
         self._items.move_to_end(session_id)
-        if rec.identity is not None:
-            own = self._by_identity.get(rec.identity)
-            if own is not None and session_id in own:
-                own.move_to_end(session_id)
+        own = self._by_identity.get(rec.identity)
+        if own is not None and session_id in own:
+            own.move_to_end(session_id)
         return rec
 
     async def save(self, record: SessionRecord) -> None:
-        if record.id in self._items:
+        old = self._items.get(record.id)
+        if old is not None:
             self._items[record.id] = record
-            if record.identity is not None:
+            own = self._by_identity.get(record.identity)
+            if own is None or record.id not in own:  # bound to an identity on its first authenticated use
+                for earlier in {old.identity, None} - {record.identity}:
+                    self._unindex(record.id, earlier)
                 self._by_identity.setdefault(record.identity, OrderedDict())[record.id] = None
 
     async def delete(self, session_id: str) -> bool:
@@ -90,15 +106,17 @@ class MemorySessionStore:
         rec = self._items.pop(session_id, None)
         if rec is None:
             return False
-        if rec.identity is not None:
-            own = self._by_identity.get(rec.identity)
-            if own is not None:
-                own.pop(session_id, None)
-                if not own:
-                    del self._by_identity[rec.identity]
+        self._unindex(session_id, rec.identity)
         if self.on_evict is not None:
             self.on_evict(session_id)
         return True
+
+    def _unindex(self, session_id: str, identity: tuple[str, str, str] | None) -> None:
+        own = self._by_identity.get(identity)
+        if own is not None:
+            own.pop(session_id, None)
+            if not own:
+                del self._by_identity[identity]
 
     async def count(self) -> int:
         return len(self._items)

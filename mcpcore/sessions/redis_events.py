@@ -3,6 +3,7 @@ trimming, key TTL), readable and followable from every instance."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -10,6 +11,8 @@ from typing import Any
 from .events import END
 
 __all__ = ["RedisEventBuffer"]
+
+_ENTRY_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
 
 
 class RedisEventBuffer:
@@ -49,6 +52,8 @@ class RedisEventBuffer:
         key = self.key(session_id)
         last = "0-0"
         if after is not None:
+            if _ENTRY_ID.fullmatch(after) is None:
+                raise LookupError(after)
             found = await self.r.xrange(key, min=after, max=after, count=1)
             if not found or _field(found[0][1], "s") != stream_id:
                 raise LookupError(after)

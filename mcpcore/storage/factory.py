@@ -36,7 +36,9 @@ def create_provider(settings: Settings) -> StorageProvider:
             raise ConfigurationError("STORAGE_PROVIDER_TYPE=redis requires REDIS_URL "
                                      "(for example redis://localhost:6379/0)")
         if not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ConfigurationError(f"REDIS_URL must start with redis://, rediss:// or unix://, got {url[:40]!r}")
+            scheme = url.split("://", 1)[0][:20] if "://" in url else "no scheme"
+            raise ConfigurationError(f"REDIS_URL must start with redis://, rediss:// or unix://, got {scheme!r} "
+                                     "(the rest of the URL is not shown: it may hold a password)")
         try:
             from .redis import RedisStorage
         except ImportError as exc:

@@ -15,6 +15,7 @@ the meantime keeps its index entry.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,6 +33,8 @@ from ..errors import JsonRpcErrorCode, McpError
 from .base import ListPage
 
 __all__ = ["RedisStorage"]
+
+log = logging.getLogger("mcpcore.storage")
 
 _SAFE_TENANT = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _BATCH = 1000
@@ -162,14 +165,16 @@ class RedisStorage:
         except McpError:
             raise
         except _UNAVAILABLE as exc:
+            # The detail (host, port, the driver's words) is for the operator's log, not the caller.
             detail = str(exc).split("\n", 1)[0][:200].rstrip(". ") or type(exc).__name__
-            raise McpError(JsonRpcErrorCode.ServiceUnavailable,
-                           f"Redis storage at {self._where} is unavailable ({op}): {detail}. "
-                           "Check REDIS_URL and that the server is running.",
+            log.warning("Redis storage at %s is unavailable (%s): %s; check REDIS_URL and that the server is running",
+                        self._where, op, detail)
+            raise McpError(JsonRpcErrorCode.ServiceUnavailable, "The state store is unavailable; retry shortly.",
                            {"reason": "storage_unavailable"}, cause=exc) from exc
         except rex.RedisError as exc:
             detail = str(exc).split("\n", 1)[0][:200].rstrip(". ") or type(exc).__name__
-            raise McpError(JsonRpcErrorCode.DatabaseError, f"Redis storage rejected {op}: {detail}.",
+            log.error("Redis storage at %s rejected %s: %s", self._where, op, detail)
+            raise McpError(JsonRpcErrorCode.DatabaseError, f"The state store rejected {op}.",
                            {"reason": "storage_error"}, cause=exc) from exc
 
     # -- StorageProvider ------------------------------------------------------------------------

@@ -148,10 +148,10 @@ class HttpExchange:
     stream's sink are made when the handler first posts (a JSON answer never needs them)."""
 
     __slots__ = ("_keepalive_s", "_link", "_pumping", "_queue", "_record", "_send", "_writeq", "_writing",
-                 "finished", "sink", "writer")
+                 "finished", "max_queued", "sink", "slow", "writer")
 
     def __init__(self, send: Send, keepalive_s: float, record: SessionRecord | None = None,
-                 link: SessionLink | None = None) -> None:
+                 link: SessionLink | None = None, max_queued: int = 1000) -> None:
         self._send = send
         self._keepalive_s = keepalive_s
         self._record = record
@@ -163,6 +163,8 @@ class HttpExchange:
         self.writer: SseWriter | None = None
         self.finished = False
         self.sink: StreamSink | None = None
+        self.max_queued = max_queued
+        self.slow = False  # the client stopped reading: its stream is dropped (the sink keeps every event)
 
     @property
     def streaming(self) -> bool:
@@ -203,9 +205,15 @@ class HttpExchange:
             self._pumping = None
 
     def _enqueue(self, chunk: bytes) -> None:
+        if self.slow:
+            return
         q = self._writeq
         if q is None:
             q = self._writeq = deque()
+        if len(q) >= self.max_queued:  # the client reads nothing while the handler goes on posting
+            self.slow = True
+            q.clear()
+            return
         q.append(chunk)
         if self._writing is None:
             self._writing = asyncio.get_running_loop().create_task(self._write())
@@ -268,6 +276,9 @@ class HttpExchange:
             if body is not None:
                 self._enqueue(await sink.event(body))
             await sink.end()
+        if self.slow:  # end the response unfinished: the server closes the connection; the client may resume
+            self.abandon()
+            return
         await self.drain()
         await self.writer.close(final)  # the last event and the end of the response: one send
 

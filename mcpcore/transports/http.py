@@ -21,7 +21,15 @@ from ..context import AuthInfo, RequestScope
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import apply_envelope, check_headers
-from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, request_message, settle, too_deep
+from ..protocol.jsonrpc import (
+    InvalidMessage,
+    bounded_batch,
+    classify_message,
+    error_response,
+    request_message,
+    settle,
+    too_deep,
+)
 from ..protocol.versions import (
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
@@ -29,6 +37,7 @@ from ..protocol.versions import (
     Era,
     supports_batches,
 )
+from ..queues import BoundedQueue
 from ..runtime import Runtime
 from ..sessions.base import SessionRecord, is_session_id, new_session_id
 from ..sessions.events import PRIME, split_event_id
@@ -91,6 +100,7 @@ class HttpTransport:
         s = rt.settings
         self.guard = OriginGuard((*s.allowed_origins, *s.cors_allowed_origins), s.allowed_hosts)
         self.cors = Cors(s.cors_allowed_origins)
+        self.queue_max = s.stream_queue_max
         self.keepalive_s = s.sse_keepalive_ms / 1000
         self.limit = s.max_body_bytes
         self.limit_digits = len(str(s.max_body_bytes))  # a shorter Content-Length is within the limit
@@ -234,7 +244,7 @@ class HttpTransport:
         rs = params.get("requestState")
         if type(rs) is str:
             rscope.request_state = rs
-        exchange = HttpExchange(send, self.keepalive_s)
+        exchange = HttpExchange(send, self.keepalive_s, None, None, self.queue_max)
         rscope.outbound = exchange
         # Closing the stream cancels the request. Watching for that needs a task, started only
         # once the handler actually waits for something: its first step runs here, and a
@@ -411,7 +421,7 @@ class HttpTransport:
         rscope = self._scope_for(msg, headers, record)
         # The answer does not repeat Mcp-Session-Id: the client knows it (it sent it), and the
         # protocol asks for it only on the response to initialize.
-        exchange = HttpExchange(send, self.keepalive_s, record, self)
+        exchange = HttpExchange(send, self.keepalive_s, record, self, self.queue_max)
         rscope.outbound = exchange
         body = await self._run(msg, rscope, record.id if record is not None else None)
         if body is None:
@@ -502,18 +512,28 @@ class HttpTransport:
             await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
                          f"Bad Request: JSON-RPC batches are not part of protocol {version}.")
             return
+        cap = self.rt.settings.max_batch_messages
+        if len(msgs) > cap:
+            await _error(send, 400, JsonRpcErrorCode.InvalidRequest,
+                         f"Bad Request: a batch holds at most {cap} messages; this one has {len(msgs)}.")
+            return
         requests: list[dict[str, Any]] = []
         errors: list[bytes] = []
+        ids: set[str | int] = set()
         for m in msgs:
             try:
                 kind = classify_message(m)
             except InvalidMessage as exc:
                 errors.append(error_response(exc.request_id, _err(exc.code, exc.message)))
                 continue
-            if kind == "request" and m["method"] == "initialize":
+            if kind == "request" and m["id"] in ids:
+                errors.append(error_response(m["id"], _err(JsonRpcErrorCode.InvalidRequest,
+                                                           "Duplicate request id in the batch.")))
+            elif kind == "request" and m["method"] == "initialize":
                 errors.append(error_response(m["id"], _err(JsonRpcErrorCode.InvalidRequest,
                                                            "initialize must not be part of a batch.")))
             elif kind == "request":
+                ids.add(m["id"])
                 requests.append(m)
             elif kind == "notification":
                 self._notification(m, record)
@@ -522,7 +542,7 @@ class HttpTransport:
         if not requests and not errors:
             await _accepted(send)
             return
-        exchange = HttpExchange(send, self.keepalive_s, record, self)
+        exchange = HttpExchange(send, self.keepalive_s, record, self, self.queue_max)
         session_id = record.id if record is not None else None
 
         async def one(m: dict[str, Any]) -> bytes | None:
@@ -531,7 +551,8 @@ class HttpTransport:
             return await self._run(m, rscope, session_id)
 
         results = await asyncio.gather(*(one(m) for m in requests))
-        parts = errors + [r for r in results if r is not None]
+        parts = bounded_batch(errors, list(zip(requests, results, strict=True)),
+                              self.rt.settings.max_batch_response_bytes)
         await exchange.finish(b"[" + b",".join(parts) + b"]")
         if session_id is not None:
             self.rt.live.forget_if_idle(session_id)
@@ -562,15 +583,36 @@ class HttpTransport:
         parsed = split_event_id(last.strip()) if last else None
         if last and (parsed is None or self.rt.events is None):
             log.info("Last-Event-ID %r is not resumable here; replaying nothing", last[:100])
-        if parsed is not None and self.rt.events is not None and parsed[0] != STANDALONE:
-            await self._resume(receive, send, record, parsed[0], parsed[1])
-            return
+        resume = parsed is not None and self.rt.events is not None and parsed[0] != STANDALONE
         live = self.rt.live.get(record.id)
-        if live.get_stream is not None:
+        if not resume and live.get_stream is not None:
             await _error(send, 409, JsonRpcErrorCode.InvalidRequest,
                          "Conflict: this session already has an open stream.")
             return
-        await self._stream(receive, send, record, live, parsed[1] if parsed is not None else None)
+        slots = self.rt.stream_slots
+        try:
+            token = await slots.acquire(record.id) if slots is not None else None
+        except Exception:
+            log.warning("stream slots unreachable", exc_info=True)
+            await _error(send, 503, JsonRpcErrorCode.ServiceUnavailable,
+                         "The session store is unreachable; retry shortly.", headers=[(b"retry-after", b"2")])
+            return
+        if slots is not None and token is None:
+            await _error(send, 409, JsonRpcErrorCode.InvalidRequest,
+                         f"Conflict: this session has {self.rt.settings.max_streams_per_session} open streams already.")
+            return
+        try:
+            if resume:
+                assert parsed is not None
+                await self._resume(receive, send, record, parsed[0], parsed[1])
+            else:
+                await self._stream(receive, send, record, live, parsed[1] if parsed is not None else None)
+        finally:
+            if slots is not None and token is not None:
+                try:
+                    await slots.release(record.id, token)
+                except Exception:  # the lease lapses by itself
+                    log.warning("could not release a stream slot", exc_info=True)
 
     async def _resume(self, receive: Receive, send: Send, record: SessionRecord, stream_id: str, after: str) -> None:
         """Replay one stream after ``after`` from the shared buffer, then follow it to its end."""
@@ -602,7 +644,7 @@ class HttpTransport:
 
     async def _stream(self, receive: Receive, send: Send, record: SessionRecord, live: Live,
                       after: str | None = None) -> None:
-        queue: asyncio.Queue[bytes | dict[str, Any] | None] = asyncio.Queue()
+        queue: BoundedQueue[bytes | dict[str, Any]] = BoundedQueue(self.queue_max)
         from ..server.notify import notification_for, reaches
 
         shared = self.rt.shared

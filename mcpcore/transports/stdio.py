@@ -164,6 +164,10 @@ class MessagePump:
         if type(msg) is list and not (self.session and supports_batches(self.session.protocol_version)):
             self._send_error(None, JsonRpcErrorCode.InvalidRequest, "JSON-RPC batches are not part of this protocol.")
             return
+        cap = self.rt.settings.max_batch_messages
+        if len(msgs) > cap:
+            self._send_error(None, JsonRpcErrorCode.InvalidRequest, f"A batch holds at most {cap} messages.")
+            return
         for m in msgs:
             try:
                 kind = classify_message(m)

@@ -1,0 +1,62 @@
+"""Bounds on the strings a caller chooses: ids, tokens, names, URIs, argument keys.
+
+Each is far above what any real client sends, and low enough that nothing a caller sends is
+stored, echoed or buffered at a size it picked. Past a bound the request is refused with
+``-32600`` (an id or a method) or ``-32602`` (a parameter) and nothing of it is kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import JsonRpcErrorCode, McpError
+
+__all__ = ["MAX_ARGUMENT_KEY", "MAX_ID", "MAX_METHOD", "MAX_NAME", "MAX_TOKEN", "MAX_URI", "check_params", "clip"]
+
+MAX_ID = 256
+"""Characters of a string JSON-RPC id."""
+MAX_METHOD = 128
+"""Characters of a method name."""
+MAX_TOKEN = 256
+"""Characters of a string ``progressToken``."""
+MAX_NAME = 256
+"""Characters of a tool, prompt or completion-reference name (definitions allow 128)."""
+MAX_URI = 4096
+"""Characters of a resource URI."""
+MAX_ARGUMENT_KEY = 256
+"""Characters of an argument name."""
+
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
+          "resources/unsubscribe": "uri"}
+
+
+def clip(text: str, limit: int = 100) -> str:
+    """``text`` cut to ``limit`` characters for an error message or a log line."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _too_long(what: str, limit: int) -> McpError:
+    return McpError(JsonRpcErrorCode.InvalidParams, f"{what} is longer than {limit} characters.",
+                    {"reason": "too_long", "limit": limit})
+
+
+def check_params(method: str, params: dict[str, Any], progress_token: object) -> None:
+    """Refuse a request whose name, URI, argument keys or progress token is over its bound.
+
+    Raises:
+        McpError: ``-32602`` naming the field and the bound (never echoing the value).
+    """
+    if type(progress_token) is str and len(progress_token) > MAX_TOKEN:
+        raise _too_long("progressToken", MAX_TOKEN)
+    field = _NAMED.get(method)
+    if field is None:
+        return
+    value = params.get(field)
+    limit = MAX_URI if field == "uri" else MAX_NAME
+    if type(value) is str and len(value) > limit:
+        raise _too_long(f'"{field}"', limit)
+    args = params.get("arguments")
+    if type(args) is dict:
+        for key in args:
+            if len(key) > MAX_ARGUMENT_KEY:
+                raise _too_long("An argument name", MAX_ARGUMENT_KEY)
