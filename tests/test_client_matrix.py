@@ -8,7 +8,7 @@ Clients: TypeScript SDK 1.32 (``@modelcontextprotocol/sdk``, 2025 era only), Typ
 A tool error must reach each of them as an ``isError`` result whose text carries the message and
 the recovery hint, with the envelope in ``_meta["dev.mcpcore/error"]``; none may throw. The one
 failure that is a JSON-RPC error by the spec is a capability the 2026-07-28 request did not
-declare (``-32021``, checked by the official conformance suite).
+declare (``-32021``, checked by the official conformance suite); its message carries the hint.
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).parent / "js" / "matrix_client.mjs"
 STDIO_SERVER = [sys.executable, "-m", "mcpcore", "run", "examples.everything:app", "--transport", "stdio"]
 INVALID_ARGS_HINT = "Check the tool's inputSchema and call it again with corrected arguments."
+# What a client shows of the 2026-07-28 refusal, a JSON-RPC error: its message, which ends with the hint.
+MODERN_REFUSAL = ("This request needs the client capability sampling, which the request did not declare. "
+                  "Recovery: Declare `sampling` in the request's client capabilities, from a client that can answer, "
+                  "and call again.")
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,7 @@ def outcome(case: Case, seen: dict[str, Any], *, exit_code: int | None = None) -
     <code>``, or a sentence saying what is wrong."""
     if "error" in seen:
         err = seen["error"]
-        if case.name == "refused capability" and "sampling" in str(err.get("message")):
+        if case.name == "refused capability" and MODERN_REFUSAL in str(err.get("message")):
             code = err.get("code")
             return "protocol error -32021" if code in (-32021, None) else f"protocol error {code}"
         return f"threw: {err.get('message')}"
