@@ -495,7 +495,15 @@ class Deleted(BaseModel):
     deleted: str = Field(description="The path that was deleted")
 
 
-@tool(annotations={"destructive_hint": True, "idempotent_hint": False})
+SANDBOX_ERRORS = [
+    ErrorContract(reason="outside_sandbox", code=JsonRpcErrorCode.Forbidden, when="The path leaves the sandbox",
+                  recovery="Give a path relative to the sandbox root, without '..' segments or a leading '/'."),
+    ErrorContract(reason="not_found", code=JsonRpcErrorCode.NotFound, when="Nothing exists at the path",
+                  recovery="Check the spelling of the path; it is relative to the sandbox root."),
+]
+
+
+@tool(annotations={"destructive_hint": True, "idempotent_hint": False}, errors=SANDBOX_ERRORS)
 async def delete_path(path: Annotated[str, Field(description="Path inside the sandbox, e.g. 'notes/old.txt'")],
                       ctx: Context) -> Deleted:
     """Delete a file or folder in the sandbox after the user confirms it."""

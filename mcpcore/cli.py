@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import logging
 import os
 import sys
 from typing import Any
@@ -14,7 +15,9 @@ from .config import Settings
 from .errors import ConfigurationError
 from .logs import configure_logging
 
-__all__ = ["lint_command", "load_app", "main", "serve"]
+__all__ = ["endpoint_url", "lint_command", "load_app", "main", "serve", "serving_line"]
+
+log = logging.getLogger("mcpcore.cli")
 
 
 def load_app(target: str) -> Any:
@@ -46,6 +49,25 @@ def _is_mcp_app(app: Any) -> bool:
     return isinstance(app, McpApp)
 
 
+def endpoint_url(app: Any, host: str, port: int) -> str:
+    """Where a client connects: the McpApp's endpoint, or the base URL of any other ASGI app."""
+    base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    return base + app.path if _is_mcp_app(app) else base
+
+
+def serving_line(app: Any, transport: str, host: str = "", port: int = 0) -> str:
+    """The one line ``mcpcore run`` logs once it serves: the endpoint URL and the transport."""
+    if transport == "stdio":
+        return "mcpcore listening on stdio (JSON-RPC lines on stdin and stdout; logs on stderr)"
+    url = endpoint_url(app, host, port)
+    if not _is_mcp_app(app):
+        return (f"mcpcore listening on {url} (HTTP; an ASGI app, its MCP endpoint is where it mounts the McpApp; "
+                "Ctrl+C to quit)")
+    base = endpoint_url(None, host, port)
+    extra = f", and HTTP+SSE (2024-11-05) at {base}/sse" if app.settings.legacy_sse else ""
+    return f"mcpcore listening on {url} (MCP over Streamable HTTP{extra}; Ctrl+C to quit)"
+
+
 def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, reload: bool = False,
           target: str | None = None) -> None:
     """Serve ``app`` over stdio or HTTP (uvicorn with uvloop and httptools).
@@ -57,6 +79,7 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
         if not _is_mcp_app(app):
             raise ConfigurationError(f"stdio serves an McpApp, not a {type(app).__name__}")
         configure_logging(settings.log_level)
+        log.info(serving_line(app, "stdio"), extra={"fields": {"transport": "stdio"}})
         try:
             asyncio.run(app.serve_stdio())
         except KeyboardInterrupt:
@@ -80,11 +103,18 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
     except ImportError:
         pass
     if (workers > 1 or reload) and target is not None:
+        _announce(app, host, port)
         uvicorn.run(target, workers=workers, reload=reload, **options)
         return
     server = _draining_server_class()(uvicorn.Config(app, **options))
     server.mcp_app = app if _is_mcp_app(app) else None
+    server.served_app = app
     server.run()
+
+
+def _announce(app: Any, host: str, port: int) -> None:
+    log.info(serving_line(app, "http", host, port),
+             extra={"fields": {"url": endpoint_url(app, host, port), "transport": "http"}})
 
 
 def _draining_server_class() -> Any:
@@ -95,6 +125,17 @@ def _draining_server_class() -> Any:
         graceful shutdown finishes in-flight requests instead of waiting on idle streams."""
 
         mcp_app: Any = None
+        served_app: Any = None
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:  # bound: say where, with the port the OS gave for --port 0
+                for listener in self.servers:
+                    for sock in listener.sockets:
+                        address = sock.getsockname()
+                        if isinstance(address, tuple):
+                            _announce(self.served_app, address[0], address[1])
+                            return
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             if self.mcp_app is not None and not self.should_exit:

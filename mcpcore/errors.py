@@ -12,7 +12,8 @@ Hierarchy::
 error: it never reaches the classifier below.
 
 Exactly one place turns an arbitrary exception into a wire error: :func:`classify`. A tool turns
-the result into an ``isError`` result; every other method into a JSON-RPC error response.
+the result into an ``isError`` result (the envelope under ``_meta[TOOL_ERROR_META]``); every other
+method into a JSON-RPC error response.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from enum import IntEnum
 from typing import Any
 
 __all__ = [
+    "TOOL_ERROR_META",
     "ConfigurationError",
     "ErrorContract",
     "JsonRpcErrorCode",
@@ -43,6 +45,11 @@ __all__ = [
     "unauthorized",
     "validation_error",
 ]
+
+
+TOOL_ERROR_META = "dev.mcpcore/error"
+"""The ``_meta`` key of an ``isError`` tool result that carries the error envelope
+(``{"code", "message", "data"}``); see docs/errors.md for why it is not ``structuredContent``."""
 
 
 class JsonRpcErrorCode(IntEnum):

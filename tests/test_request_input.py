@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from mcpcore import Context, McpApp, McpError, Settings, input_required, resource, tool
 from mcpcore.context.inputs import ContextInputs
 from mcpcore.security.sealing import RequestStateSealer
-from mcpcore.testing import McpTestClient, create_mock_context, expect_input_required
+from mcpcore.testing import McpTestClient, create_mock_context, expect_input_required, tool_error
 
 from .conftest import example_app
 
@@ -284,7 +284,7 @@ async def test_legacy_refusal_names_the_capability_and_ends_at_reconnecting(
     async with McpTestClient(example_app(), capabilities={"sampling": {}}) as c:
         with caplog.at_level(logging.DEBUG, logger="mcpcore.server"):
             r = await c.call_tool("export_report", {"report_id": "q3"})
-        err = r["structuredContent"]["error"]
+        err = tool_error(r)
         assert r["isError"] and err["code"] == -32600 and err["data"]["reason"] == "client_capability_missing"
         assert err["data"]["recovery"]["hint"] == ("Reconnect with a client that declares the `elicitation.form` "
                                                    "capability. Or call again with format supplied.")
@@ -296,7 +296,7 @@ async def test_legacy_refusal_names_the_capability_and_ends_at_reconnecting(
 async def test_stateless_refusal_points_to_a_stateful_session() -> None:
     async with McpTestClient(example_app(session_mode="stateless"), capabilities=CAPS) as c:
         r = await c.call_tool("test_elicitation", {"message": "hi"})
-        err = r["structuredContent"]["error"]
+        err = tool_error(r)
         assert "without a session" in err["message"] and "MCP_SESSION_MODE=stateless" in err["message"]
         assert "stateful" in err["data"]["recovery"]["hint"]
 
@@ -314,7 +314,7 @@ async def test_rounds_are_bounded_and_client_errors_fail_the_call() -> None:
     calls: list[str] = []
     async with McpTestClient(app, capabilities={"roots": {}}, handlers=handlers(calls)) as c:
         r = await c.call_tool("greedy")
-        assert r["isError"] and r["structuredContent"]["error"]["data"]["reason"] == "too_many_input_rounds"
+        assert r["isError"] and tool_error(r)["data"]["reason"] == "too_many_input_rounds"
         assert calls == ["roots"] * 3
     async with McpTestClient(app, capabilities={"roots": {}}, handlers={"roots/list": broken}) as c:
         r = await c.call_tool("greedy")
@@ -346,7 +346,7 @@ async def test_consent_gate_on_2026_is_single_use(sandbox: Any) -> None:
         assert r["resultType"] == "input_required"  # a replayed id is a fresh prompt, never a proceed
         assert (sandbox / "notes" / "old.txt").exists()
         r = await c.call_tool("delete_path", {"path": "../etc/passwd"})
-        assert r["isError"] and r["structuredContent"]["error"]["data"]["reason"] == "outside_sandbox"
+        assert r["isError"] and tool_error(r)["data"]["reason"] == "outside_sandbox"
 
 
 async def test_twenty_concurrent_retries_delete_once(sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mcpcore import AuthInfo, McpApp, Settings
-from mcpcore.testing import McpTestClient, run_tool_contract
+from mcpcore.testing import McpTestClient, run_tool_contract, tool_error
 
 from .conftest import example_app
 
@@ -25,9 +25,9 @@ async def test_run_tool_contract_gives_the_production_shapes() -> None:
     r = await run_tool_contract(search, {"query": "red"})
     assert r["structuredContent"] == {"items": ["red widget", "red gadget"], "effectiveQuery": "red", "totalCount": 2}
     r = await run_tool_contract(fetch_items, {"ids": ["42"]})
-    assert r["isError"] and r["structuredContent"]["error"]["data"]["recovery"]["hint"].startswith("Broaden")
+    assert r["isError"] and tool_error(r)["data"]["recovery"]["hint"].startswith("Broaden")
     r = await run_tool_contract(search, {"nope": 1})
-    assert r["isError"] and r["structuredContent"]["error"]["data"]["reason"] == "invalid_arguments"
+    assert r["isError"] and tool_error(r)["data"]["reason"] == "invalid_arguments"
     r = await run_tool_contract(export_report, {"report_id": "q3"}, client_capabilities={"elicitation": {}},
                                 modern=True)
     assert r["resultType"] == "input_required"

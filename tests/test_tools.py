@@ -9,7 +9,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from mcpcore import Context, ErrorContract, JsonRpcErrorCode, McpApp, McpError, Settings, ToolResult, tool
-from mcpcore.testing import McpTestClient
+from mcpcore.errors import TOOL_ERROR_META
+from mcpcore.testing import McpTestClient, tool_error
 
 from .conftest import example_app
 
@@ -51,7 +52,7 @@ async def test_unknown_arguments_are_named_and_client_artifacts_ignored() -> Non
     async with McpTestClient(example_app()) as c:
         r = await c.call_tool("search", {"query": "red", "colour": "x", "zz": 1})
         assert r["isError"] is True
-        err = r["structuredContent"]["error"]
+        err = tool_error(r)
         assert err["code"] == -32602 and "colour, zz" in err["message"]
         assert err["data"]["reason"] == "invalid_arguments"
         assert r["content"][0]["text"].startswith("Error: Unknown argument(s): colour, zz.")
@@ -64,11 +65,11 @@ async def test_invalid_arguments_are_an_error_result_naming_the_field() -> None:
     async with McpTestClient(example_app()) as c:
         r = await c.call_tool("search", {"query": "red", "limit": 500})
         assert r["isError"] is True
-        err = r["structuredContent"]["error"]
+        err = tool_error(r)
         assert err["data"]["issues"][0]["path"] == "limit"
         assert "limit" in err["message"]
         r = await c.call_tool("search", {})
-        assert r["isError"] and r["structuredContent"]["error"]["data"]["issues"][0]["path"] == "query"
+        assert r["isError"] and tool_error(r)["data"]["issues"][0]["path"] == "query"
         r = await c.request("tools/call", {"name": "search", "arguments": [1, 2]})
         assert r["isError"] and "must be an object" in r["content"][0]["text"]
 
@@ -92,6 +93,48 @@ async def test_enrichment_reaches_structured_content_and_the_trailer() -> None:
         assert r["content"][1]["text"] == 'Query: purple\n**0 total**\n> No matches for "purple". Try fewer words.'
 
 
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_tool_error_carries_no_structured_content_and_its_envelope_in_meta(era: str) -> None:
+    # Clients that check structuredContent against the outputSchema even on isError (TypeScript
+    # SDK 1.x, the Inspector) would throw on an envelope there; every tool here has an outputSchema.
+    async with McpTestClient(example_app(), era=era) as c:
+        tools = {t["name"]: t for t in await c.list_tools()}
+        for name, args in [("fetch_items", {"ids": ["99"]}), ("search", {}), ("search", {"query": "a", "x": 1}),
+                           ("search", {"query": "a", "limit": "many"}), ("test_error_handling", {})]:
+            assert "outputSchema" in tools[name]
+            r = await c.call_tool(name, args)
+            assert r["isError"] is True and "structuredContent" not in r, (name, r)
+            envelope = r["_meta"][TOOL_ERROR_META]
+            assert envelope == tool_error(r) and envelope["data"]["requestId"]
+            assert r["content"] == [{"type": "text", "text": r["content"][0]["text"]}]
+            assert r["content"][0]["text"].startswith(f"Error: {envelope['message']}")
+            hint = (envelope["data"].get("recovery") or {}).get("hint")
+            assert hint is None or r["content"][0]["text"].endswith(f"\n\nRecovery: {hint}")
+            if era == "modern":
+                assert r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mcpcore-everything"
+        ok = await c.call_tool("fetch_items", {"ids": ["1"]})
+        assert ok["structuredContent"] == {"items": ["red widget"]} and tool_error(ok) is None
+
+
+async def test_every_argument_issue_is_in_the_error_text() -> None:
+    class Point(BaseModel):
+        x: int
+        y: int
+
+    @tool
+    def plot(point: Annotated[Point, Field(description="Where")]) -> str:
+        """Doc."""
+        return "ok"
+
+    async with McpTestClient(app_with(plot)) as c:
+        r = await c.call_tool("plot", {"point": {"x": "a", "y": "b"}})
+        text = r["content"][0]["text"]
+        assert text.startswith("Error: Invalid arguments: point.x: ")
+        assert "\n- point.x: " in text and "\n- point.y: " in text
+        assert text.endswith("\n\nRecovery: Check the tool's inputSchema and call it again with corrected arguments.")
+        assert [i["path"] for i in tool_error(r)["data"]["issues"]] == ["point.x", "point.y"]
+
+
 async def test_required_enrichment_left_unset_fails_loudly() -> None:
     class Enr(BaseModel):
         totalCount: int
@@ -104,7 +147,7 @@ async def test_required_enrichment_left_unset_fails_loudly() -> None:
     async with McpTestClient(app_with(lazy)) as c:
         r = await c.call_tool("lazy")
         assert r["isError"] is True
-        error = r["structuredContent"]["error"]
+        error = tool_error(r)
         assert error["code"] == -32603 and error["data"]["reason"] == "invalid_output"  # the server's fault
         assert "totalCount" in error["message"]
 
@@ -155,7 +198,7 @@ async def test_collected_content_is_prepended_and_dropped_on_error() -> None:
     async with McpTestClient(app_with(fails)) as c:
         r = await c.call_tool("fails")
         assert r["isError"] is True and len(r["content"]) == 1
-        assert r["structuredContent"]["error"]["code"] == -32007
+        assert tool_error(r)["code"] == -32007
     async with McpTestClient(example_app()) as c:
         r = await c.call_tool("render_chart", {"series": [1, 2, 3]})
         assert r["content"][0]["type"] == "image" and r["content"][0]["mimeType"] == "image/png"
@@ -166,7 +209,7 @@ async def test_collected_content_is_prepended_and_dropped_on_error() -> None:
 async def test_error_contracts_fill_the_recovery_hint_and_keep_the_code() -> None:
     async with McpTestClient(example_app()) as c:
         r = await c.call_tool("fetch_items", {"ids": ["99"]})
-        err = r["structuredContent"]["error"]
+        err = tool_error(r)
         assert err["code"] == int(JsonRpcErrorCode.NotFound)
         assert err["message"] == "No items match 1 ids"
         assert err["data"]["reason"] == "no_match" and err["data"]["ids"] == ["99"]
@@ -175,7 +218,7 @@ async def test_error_contracts_fill_the_recovery_hint_and_keep_the_code() -> Non
         assert r["content"][0]["text"] == ("Error: No items match 1 ids\n\nRecovery: Broaden the query or check "
                                            "the spelling and try again.")
         r = await c.call_tool("fetch_items", {"ids": [str(i) for i in range(20)]})
-        err = r["structuredContent"]["error"]
+        err = tool_error(r)
         assert err["code"] == int(JsonRpcErrorCode.RateLimited) and err["message"] == "Local queue at capacity"
         assert err["data"]["retryable"] is True
 
@@ -192,7 +235,7 @@ async def test_fail_with_an_undeclared_reason_is_loud_and_recovery_for_resolves(
 
     async with McpTestClient(app_with(t)) as c:
         r = await c.call_tool("t")
-        err = r["structuredContent"]["error"]
+        err = tool_error(r)
         assert err["code"] == -32603 and err["data"]["declaredReasons"] == ["busy"]
         assert seen == {"hint": {"recovery": {"hint": "Wait a little and then try again please."}}, "none": {}}
 
@@ -212,9 +255,9 @@ async def test_service_errors_with_a_declared_reason_get_the_hint_and_own_hints_
 
     async with McpTestClient(app_with(t1, t2)) as c:
         r = await c.call_tool("t1")
-        assert r["structuredContent"]["error"]["data"]["recovery"]["hint"].startswith("Retry in a minute")
+        assert tool_error(r)["data"]["recovery"]["hint"].startswith("Retry in a minute")
         r = await c.call_tool("t2")
-        assert r["structuredContent"]["error"]["data"]["recovery"] == {"hint": "custom"}
+        assert tool_error(r)["data"]["recovery"] == {"hint": "custom"}
 
 
 async def test_unexpected_exceptions_leak_nothing() -> None:
@@ -244,7 +287,7 @@ async def test_output_that_breaks_the_declared_type_is_an_error() -> None:
 
     async with McpTestClient(app_with(liar)) as c:
         r = await c.call_tool("liar")
-        assert r["isError"] and r["structuredContent"]["error"]["data"]["reason"] == "invalid_output"
+        assert r["isError"] and tool_error(r)["data"]["reason"] == "invalid_output"
 
 
 async def test_sync_tools_run_in_a_worker_thread_and_can_log() -> None:

@@ -122,7 +122,8 @@ def check_capabilities(spec: InputRequiredSpec, caps: Mapping[str, Any] | None, 
                        fallback_hint: str | None, stateless_mode: bool) -> None:
     """Refuse a request for input the client cannot answer.
 
-    2026-07-28: ``-32021`` with ``data.requiredCapabilities``. 2025 era: ``-32600`` with
+    2026-07-28: ``-32021`` with ``data.requiredCapabilities`` and the recovery hint (in ``data`` and
+    the message). 2025 era: ``-32600`` with
     ``data.reason = "client_capability_missing"`` and a recovery hint that ends at reconnecting
     (plus ``fallback_hint``). A spec with only ``request_state`` asks for nothing and passes.
     """
@@ -137,9 +138,15 @@ def check_capabilities(spec: InputRequiredSpec, caps: Mapping[str, Any] | None, 
         for r in missing:
             required = _merge(required, required_for(r)[1])
         names = ", ".join(sorted({required_for(r)[0] for r in missing}))
+        # A JSON-RPC error reaches the model only as its message, so the hint is in there too.
+        hint = f"Declare `{names}` in the request's client capabilities, from a client that can answer, and call again."
+        if fallback_hint:
+            hint = f"{hint} {fallback_hint}"
         raise McpError(JsonRpcErrorCode.MissingRequiredClientCapability,
-                       f"This request needs the client capability {names}, which the request did not declare.",
-                       {"requiredCapabilities": required})
+                       f"This request needs the client capability {names}, which the request did not declare. "
+                       f"Recovery: {hint}",
+                       {"requiredCapabilities": required, "reason": "client_capability_missing",
+                        "recovery": {"hint": hint}})
     if caps is None:
         message = ("This 2025-era request was served without a session, so the server cannot ask the client "
                    "for input." + (" The server runs with MCP_SESSION_MODE=stateless." if stateless_mode else ""))

@@ -1,5 +1,5 @@
 """Building ``CallToolResult`` objects: success (structured output, format, enrichment,
-collected content) and failure (``isError`` with the error envelope)."""
+collected content) and failure (``isError``, the error envelope in ``_meta``)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from .. import _json
 from ..content import CONTENT_TYPES, ToolResult, to_wire
 from ..context import Context
 from ..definitions.tools import ToolDefinition
-from ..errors import ErrorContract, JsonRpcErrorCode, McpError, classify, fill_recovery
+from ..errors import TOOL_ERROR_META, ErrorContract, JsonRpcErrorCode, McpError, classify, fill_recovery
 
-__all__ = ["error_payload", "tool_error_result", "tool_success_result"]
+__all__ = ["error_payload", "error_text", "tool_error_result", "tool_success_result"]
 
 log = logging.getLogger("mcpcore.server")
 
@@ -30,13 +30,28 @@ def error_payload(err: McpError, contracts: Sequence[ErrorContract], request_id:
 
 
 def tool_error_result(err: McpError, contracts: Sequence[ErrorContract], request_id: str) -> dict[str, Any]:
-    """``isError`` result: ``Error: <message>`` (+ ``Recovery: <hint>``) and the envelope."""
+    """``isError`` result: the envelope under ``_meta[TOOL_ERROR_META]`` and, for the model, a text
+    block ``Error: <message>`` (+ the argument issues, + ``Recovery: <hint>``).
+
+    No ``structuredContent``: clients that validate it against the tool's ``outputSchema`` even on
+    an error (TypeScript SDK 1.x, the Inspector) would turn the result into a thrown error."""
     payload = error_payload(err, contracts, request_id)
-    text = f"Error: {err.message}"
-    recovery = payload["data"].get("recovery")
+    return {"content": [{"type": "text", "text": error_text(payload)}], "isError": True,
+            "_meta": {TOOL_ERROR_META: payload}}
+
+
+def error_text(payload: dict[str, Any]) -> str:
+    """The model-facing summary of an error envelope: message, further argument issues, hint."""
+    data = payload.get("data") or {}
+    text = f"Error: {payload['message']}"
+    issues = data.get("issues")
+    if isinstance(issues, list) and len(issues) > 1:
+        text += "\n" + "\n".join(f"- {i.get('path') or 'input'}: {i.get('message')}" for i in issues
+                                   if isinstance(i, dict))
+    recovery = data.get("recovery")
     if isinstance(recovery, dict) and isinstance(recovery.get("hint"), str) and recovery["hint"]:
         text += f"\n\nRecovery: {recovery['hint']}"
-    return {"content": [{"type": "text", "text": text}], "structuredContent": {"error": payload}, "isError": True}
+    return text
 
 
 NOTICE = 25

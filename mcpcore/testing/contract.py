@@ -1,4 +1,5 @@
-"""``run_tool_contract``: call one tool through the production path, without a server."""
+"""``run_tool_contract``: call one tool through the production path, without a server;
+``tool_error``: the error envelope of a failed call."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from ..config import Settings
 from ..context import AuthInfo, ContextServices, NullOutbound, RequestScope
 from ..definitions.tools import TOOL_ATTR, ToolDefinition
-from ..errors import McpError
+from ..errors import TOOL_ERROR_META, McpError
 from ..protocol.versions import LATEST_LEGACY, MODERN_VERSIONS, Era
 from ..server.dispatcher import Dispatcher
 from ..server.notify import Notifier
@@ -16,7 +17,7 @@ from ..server.registry import Registry
 from ..server.results import error_payload
 from ..server.tools import call_tool
 
-__all__ = ["run_tool_contract"]
+__all__ = ["run_tool_contract", "tool_error"]
 
 
 async def run_tool_contract(
@@ -35,7 +36,8 @@ async def run_tool_contract(
 
     Arguments are validated, the declared error contract fills recovery hints, enrichment and
     collected content are merged, exactly as in production. Protocol-level refusals (``-32021``,
-    an invalid request state) come back as ``{"error": {...}}``.
+    an invalid request state) come back as ``{"error": {...}}``; read a tool error's envelope
+    with :func:`tool_error`.
     """
     tool: ToolDefinition = getattr(definition, TOOL_ATTR, definition)
     if not isinstance(tool, ToolDefinition):
@@ -61,3 +63,23 @@ async def run_tool_contract(
         return await call_tool(dispatcher, params, scope)
     except McpError as exc:
         return {"error": error_payload(exc, tool.errors, scope.request_id)}
+
+
+def tool_error(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The error envelope (``{"code", "message", "data"}``) of an ``isError`` ``CallToolResult``,
+    or ``None`` for a successful one.
+
+    It is read from ``_meta["dev.mcpcore/error"]``; a protocol-level refusal as
+    :func:`run_tool_contract` returns it (``{"error": {...}}``) is read too.
+
+    Raises:
+        AssertionError: ``result`` is an ``isError`` result without an envelope.
+    """
+    if "error" in result and "content" not in result:
+        return dict(result["error"])
+    if not result.get("isError"):
+        return None
+    envelope = (result.get("_meta") or {}).get(TOOL_ERROR_META)
+    if not isinstance(envelope, dict):
+        raise AssertionError(f"an isError result without _meta[{TOOL_ERROR_META!r}]: {dict(result)!r}")
+    return envelope

@@ -12,7 +12,7 @@ import jwt
 import pytest
 
 from mcpcore import Context, McpApp, McpError, Settings, tool
-from mcpcore.testing import McpTestClient
+from mcpcore.testing import McpTestClient, tool_error
 from tests.conftest import example_app
 
 pytestmark = pytest.mark.anyio
@@ -90,7 +90,7 @@ async def test_identity_and_tenant_reach_the_context_and_state_fails_closed_with
         assert (await app.services.state.get("globex", "k")) == "G"  # type: ignore[union-attr]
     async with McpTestClient(app, headers=bearer(token(tid=None))) as c:
         r = await c.call_tool("remember", {"value": "x"})
-        assert r["isError"] and r["structuredContent"]["error"]["code"] == -32600
+        assert r["isError"] and tool_error(r)["code"] == -32600
         assert seen["tenant"] is None
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from mcpcore import McpError
 from mcpcore.lint import lint_app
-from mcpcore.testing import McpTestClient
+from mcpcore.testing import McpTestClient, tool_error
 from tests.auth.issuer import AUDIENCE, Issuer
 from tests.servers import ROOT, run_server
 
@@ -54,7 +54,7 @@ async def test_two_tenants_are_isolated(url: str, issuer: Issuer, era: str) -> N
         acme_ids = (await acme.call_tool("list_documents", {}))["structuredContent"]["ids"]
         assert plan in acme_ids and f"secret-{era}" not in acme_ids
         missing = await acme.call_tool("get_document", {"doc_id": f"secret-{era}"})
-        assert missing["isError"] and missing["structuredContent"]["error"]["data"]["reason"] == "unknown_document"
+        assert missing["isError"] and tool_error(missing)["data"]["reason"] == "unknown_document"
 
 
 @pytest.mark.slow
@@ -86,7 +86,7 @@ async def test_no_token_is_401_and_a_token_without_tenant_gets_no_state(url: str
         assert forged.status_code == 401
     async with client(url, issuer, tid=None, scope=READ_WRITE) as tenantless:
         r = await tenantless.call_tool("save_document", {"doc_id": "x", "title": "X", "text": "x"})
-        assert r["isError"] and r["structuredContent"]["error"]["data"]["reason"] == "tenant_required"
+        assert r["isError"] and tool_error(r)["data"]["reason"] == "tenant_required"
 
 
 def test_it_refuses_to_start_without_its_oauth_settings() -> None:

@@ -1,4 +1,4 @@
-"""Install Node 22 and the npm packages the suite drives (conformance suites, TS client).
+"""Install Node 22 and the npm packages the suite drives (conformance suites, TS clients, Inspector).
 
 Everything goes under ``.cache/node`` in the repository (from the npm registry, no root), so a
 clean clone installs exactly what the tests need. Idempotent; prints what it installs.
@@ -21,7 +21,8 @@ CACHE = Path(os.environ.get("MCPCORE_NODE_CACHE", ROOT / ".cache" / "node"))
 PACKAGES = {
     "stable": ["@modelcontextprotocol/conformance@0.1.16"],
     "alpha": ["@modelcontextprotocol/conformance@0.2.0-alpha.12"],
-    "client": ["@modelcontextprotocol/client@2", "@modelcontextprotocol/sdk@1"],
+    "client": ["@modelcontextprotocol/client@2", "@modelcontextprotocol/sdk@1.32"],
+    "inspector": ["@modelcontextprotocol/inspector@2.12"],
 }
 
 
