@@ -123,7 +123,8 @@ class McpApp:
             self.sessions: Any = RedisSessionStore(self.redis, idle_ms=s.session_idle_ms, max_sessions=s.max_sessions,
                                                      max_per_identity=s.max_sessions_per_identity)
             self.events: Any = RedisEventBuffer(self.redis, max_events=s.resumability_max_events,
-                                                ttl_ms=s.resumability_ttl_ms) if s.resumability else None
+                                                ttl_ms=s.resumability_ttl_ms, max_bytes=s.resumability_max_bytes) \
+                if s.resumability else None
         else:
             self.bus = LocalBus()
             self.sessions = MemorySessionStore(idle_ms=s.session_idle_ms, max_sessions=s.max_sessions,

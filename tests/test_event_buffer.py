@@ -149,3 +149,25 @@ async def test_a_malformed_resume_point_is_an_unknown_id(make_buffer: Any, after
     await buf.append("s1", "A", b'{"a":1}')
     with pytest.raises(LookupError):
         await drain(buf.follow("s1", "A", after))
+
+
+async def test_redis_buffer_keeps_a_byte_budget_per_session(redis_url: str) -> None:
+    import redis.asyncio as redis_asyncio
+
+    from mcpcore.sessions.redis_events import RedisEventBuffer
+
+    client = redis_asyncio.from_url(redis_url)
+    try:
+        buf = RedisEventBuffer(client, namespace=f"t-{uuid.uuid4().hex[:8]}", max_events=1000, max_bytes=10_000,
+                               block_ms=50)
+        ids = [await buf.append("s1", "A", b"x" * 1000) for _ in range(30)]
+        assert 9_000 <= await buf.bytes_of("s1") <= 10_000
+        assert await client.xlen(buf.key("s1")) == 10
+        with pytest.raises(LookupError):  # the oldest went first
+            await drain(buf.follow("s1", "A", seq(ids[0])))
+        await buf.append("s1", "A", b"y" * 50_000)  # one larger than the budget stays, alone
+        assert await client.xlen(buf.key("s1")) == 1 and await buf.bytes_of("s1") == 50_000
+        await buf.release("s1")
+        assert await buf.bytes_of("s1") == 0
+    finally:
+        await client.aclose()

@@ -28,6 +28,7 @@ METHODS = ["tools/call", "tools/list", "resources/read", "resources/list", "reso
            "subscriptions/listen", "resources/subscribe", "notifications/cancelled", "nope", ""]
 TOOLS = ["search", "fetch_items", "test_x_mcp_header", "delete_path", "export_report", "test_elicitation", "nope"]
 
+long_text = st.text(alphabet="abc/%.", min_size=250, max_size=600)  # around the bounds on ids, names, URIs
 json_leaf = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**63), max_value=2**63 - 1),
                       st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=30))
 json_value = st.recursive(json_leaf, lambda kids: st.one_of(st.lists(kids, max_size=4),
@@ -36,15 +37,20 @@ json_value = st.recursive(json_leaf, lambda kids: st.one_of(st.lists(kids, max_s
 meta = st.one_of(st.none(), json_value, st.fixed_dictionaries({
     "io.modelcontextprotocol/protocolVersion": st.sampled_from(["2026-07-28", "2025-11-25", "x", ""]) | json_leaf,
     "io.modelcontextprotocol/clientCapabilities": json_value,
-}, optional={"io.modelcontextprotocol/logLevel": json_value, "progressToken": json_value}))
+}, optional={"io.modelcontextprotocol/logLevel": json_value, "progressToken": json_value | long_text}))
 params = st.one_of(json_value, st.fixed_dictionaries({}, optional={
-    "_meta": meta, "name": st.sampled_from(TOOLS) | json_leaf, "arguments": json_value, "uri": json_value,
+    "_meta": meta, "name": st.sampled_from(TOOLS) | json_leaf | long_text, "arguments": json_value,
+    "uri": json_value | long_text,
     "cursor": json_value, "inputResponses": json_value, "requestState": json_value, "level": json_value,
     "ref": json_value, "argument": json_value, "notifications": json_value}))
 message = st.fixed_dictionaries({"jsonrpc": st.sampled_from(["2.0", "1.0"]) | json_leaf},
-                                optional={"id": json_leaf, "method": st.sampled_from(METHODS) | json_leaf,
+                                optional={"id": json_leaf | long_text,
+                                          "method": st.sampled_from(METHODS) | json_leaf | long_text,
                                           "params": params, "result": json_value, "error": json_value})
 body = st.one_of(message.map(orjson.dumps), st.lists(message, max_size=3).map(orjson.dumps),
+                 st.lists(st.sampled_from([{"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                           {"jsonrpc": "2.0", "id": 2, "method": "ping"}]),
+                          min_size=4, max_size=40).map(orjson.dumps),
                  st.binary(max_size=64), json_value.map(lambda v: orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS)))
 header_value = st.one_of(st.none(), st.sampled_from(["2026-07-28", "2025-11-25", "2025-03-26", "bogus"]),
                          st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=20))
@@ -52,7 +58,8 @@ header_value = st.one_of(st.none(), st.sampled_from(["2026-07-28", "2025-11-25",
 
 @pytest.fixture(scope="module")
 def fuzz_app() -> Any:
-    return example_app(request_state_key="k" * 40, max_body_bytes=4096)
+    return example_app(request_state_key="k" * 40, max_body_bytes=4096, max_batch_messages=16,
+                       max_batch_response_bytes=32_768)
 
 
 async def _one(app: Any, payload: bytes, hv: dict[str, str | None], session: bool) -> None:
@@ -66,6 +73,7 @@ async def _one(app: Any, payload: bytes, hv: dict[str, str | None], session: boo
                 h[k] = v
         r = await c.post(payload, h)
         assert r.status_code != 500 and r.status_code < 600
+        assert len(r.content) <= 32_768 + 4096  # a batch's answer stays within its budget (+ one part)
         if r.status_code != 202 and r.content and r.headers.get("content-type", "").startswith("application/json"):
             data = orjson.loads(r.content)
             assert isinstance(data, (dict, list))

@@ -280,3 +280,32 @@ async def test_cors_is_off_by_default_and_grants_only_configured_origins() -> No
         assert "mcp-session-id" in r.headers["access-control-expose-headers"]
         r = await c.http.options(c.url, headers={**preflight, "origin": "https://evil.example"})
         assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
+
+
+async def test_stream_slots_are_shared_by_instances_on_redis(redis_url: str) -> None:
+    import uuid
+
+    import redis.asyncio as redis_asyncio
+
+    from mcpcore.sessions.streams import RedisStreamSlots
+
+    ns = f"t-{uuid.uuid4().hex[:8]}"
+    a_client, b_client = redis_asyncio.from_url(redis_url), redis_asyncio.from_url(redis_url)
+    try:
+        a = RedisStreamSlots(a_client, 2, namespace=ns, lease_ms=300)
+        b = RedisStreamSlots(b_client, 2, namespace=ns, lease_ms=300)
+        first = await a.acquire("s1")
+        assert first is not None and await b.acquire("s1") is not None
+        assert await b.acquire("s1") is None  # two open on two instances: the third is refused
+        assert await a.acquire("s2") is not None  # another session has its own slots
+        await a.release("s1", first)
+        assert await b.acquire("s1") is not None
+        for _ in range(3):  # a renewed lease outlives its first term; a lapsed one frees the slot
+            await asyncio.sleep(0.15)
+            await b.renew()
+        assert await a.acquire("s1") is None
+        await asyncio.sleep(0.4)  # b stops renewing (as a dead instance would)
+        assert await a.acquire("s1") is not None
+    finally:
+        await a_client.aclose()
+        await b_client.aclose()

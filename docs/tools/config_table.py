@@ -40,8 +40,9 @@ MEANINGS: dict[str, str] = {
     "MCP_STATEFUL_SESSION_STALE_TIMEOUT_MS": "Idle time after which a 2025-era session expires; every use "
                                              "slides it (with Redis, each instance extends it at most every "
                                              "min(timeout/10, 5 s), so it may end up to that much earlier).",
-    "MCP_MAX_SESSIONS": "Most open 2025-era sessions; when full, the least recently used idle one makes room, "
-                        "and when none can, `initialize` is answered 503.",
+    "MCP_MAX_SESSIONS": "Most open 2025-era sessions; when full, the least recently used idle one makes room "
+                        "(another identity's only once idle for a minute), and when none can, `initialize` "
+                        "is answered 503.",
     "MCP_MAX_SESSIONS_PER_IDENTITY": "Most sessions one authenticated identity may hold; its least recently "
                                      "used idle one makes room (with Redis: one idle for a minute, since "
                                      "another instance may be serving the rest).",
@@ -95,6 +96,26 @@ MEANINGS: dict[str, str] = {
                                       "`resource` or `aud`; also the `resource` of the metadata document.",
     "MCP_AUTH_DISABLE_SCOPE_CHECKS": "Verify tokens but skip declared and `check_scopes` scope checks (never in "
                                      "production; logged at startup).",
+    "MCP_CORS_ALLOWED_ORIGINS": "Comma-separated origins of browser clients granted CORS on the MCP endpoint "
+                                "(preflights answered, `Mcp-Session-Id` exposed); also accepted by the Origin "
+                                "check. Empty: CORS off. `*`: any origin.",
+    "MCP_HTTP_MAX_BATCH_MESSAGES": "Most messages in one JSON-RPC batch (2025-03-26); a larger batch is "
+                                   "answered 400 before any of it runs.",
+    "MCP_HTTP_MAX_BATCH_RESPONSE_BYTES": "Most bytes of one batch's response; answers past it are replaced by "
+                                         "an error asking for that request on its own.",
+    "MCP_MAX_SUBSCRIPTIONS_PER_SESSION": "Most resource URIs one session (or one `subscriptions/listen`) may "
+                                         "subscribe to.",
+    "MCP_MAX_CLIENT_METADATA_BYTES": "Most bytes of `capabilities` plus `clientInfo` an `initialize` may "
+                                     "send (they are stored with the session).",
+    "MCP_HTTP_RESUMABILITY_MAX_BYTES": "Most bytes of buffered SSE events per session; the oldest go first "
+                                       "(the newest always stays).",
+    "MCP_HTTP_RESUMABILITY_MAX_TOTAL_BYTES": "Most bytes of buffered SSE events in all (memory buffer); past "
+                                             "it the sessions written to least recently give way first.",
+    "MCP_HTTP_MAX_STREAMS_PER_SESSION": "Most GET streams (standalone and `Last-Event-ID` resumes) one "
+                                        "session holds open, across instances with Redis; more are answered "
+                                        "409.",
+    "MCP_HTTP_STREAM_QUEUE_MAX": "Most messages waiting for a client that does not read; past it the "
+                                 "stream is dropped (the client may resume from the event buffer).",
 }
 
 

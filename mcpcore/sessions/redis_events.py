@@ -15,37 +15,70 @@ __all__ = ["RedisEventBuffer"]
 _ENTRY_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
 
 
+# Append one event and keep the stream within its bounds, in one step: at most max events and
+# max bytes of data (a counter beside the stream), nothing older than the TTL; the oldest entries
+# leave first, and the newest always stays.
+# KEYS: the stream, its byte counter. ARGV: stream id, data, end flag ('' or '1'), max events,
+# max bytes, oldest id kept (ms), TTL ms. Returns the new entry's id.
+_APPEND = """
+local fields = {'s', ARGV[1], 'd', ARGV[2]}
+if ARGV[3] ~= '' then fields[5] = 'e'; fields[6] = '1' end
+local id = redis.call('XADD', KEYS[1], '*', unpack(fields))
+local size = redis.call('INCRBY', KEYS[2], string.len(ARGV[2]))
+local max_events, max_bytes, min_ms = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local count = redis.call('XLEN', KEYS[1])
+while count > 1 do
+  local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
+  local ms = tonumber(string.match(first[1], '^(%d+)'))
+  if count <= max_events and size <= max_bytes and ms >= min_ms then break end
+  local f = first[2]
+  for i = 1, #f, 2 do
+    if f[i] == 'd' then size = size - string.len(f[i + 1]) end
+  end
+  redis.call('XDEL', KEYS[1], first[1])
+  count = count - 1
+end
+redis.call('SET', KEYS[2], size, 'PX', ARGV[7])
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
+return id
+"""
+
+
 class RedisEventBuffer:
     """Stream entries carry ``s`` (stream id) and ``d`` (data) fields; an entry with ``e`` ends
-    its stream. Event ids are ``<streamId>_<redis entry id>``."""
+    its stream. Event ids are ``<streamId>_<redis entry id>``. Each session's stream holds at
+    most ``max_events`` entries and ``max_bytes`` of data (``MCP_HTTP_RESUMABILITY_MAX_BYTES``)."""
 
     def __init__(self, client: Any, *, namespace: str = "mcpcore", max_events: int = 512,
-                 ttl_ms: int = 300_000, block_ms: int = 1000) -> None:
+                 ttl_ms: int = 300_000, block_ms: int = 1000, max_bytes: int = 1_048_576) -> None:
         self.r = client
         self.ns = namespace
         self.max_events = max_events
         self.ttl_ms = ttl_ms
         self.block_ms = block_ms
+        self.max_bytes = max_bytes
+        self._append = client.register_script(_APPEND)
 
     def key(self, session_id: str) -> str:
         return f"{{{self.ns}:s:{session_id}}}:events"
 
-    async def _add(self, session_id: str, fields: dict[str, Any]) -> str:
+    async def _add(self, session_id: str, stream_id: str, data: bytes, end: bool = False) -> str:
         key = self.key(session_id)
-        min_id = f"{max(0, int(time.time() * 1000) - self.ttl_ms)}-0"
-        async with self.r.pipeline(transaction=True) as pipe:
-            pipe.xadd(key, fields, maxlen=self.max_events, approximate=False)
-            pipe.xtrim(key, minid=min_id, approximate=True)
-            pipe.pexpire(key, self.ttl_ms)
-            res = await pipe.execute()
-        entry = res[0]
+        min_ms = max(0, int(time.time() * 1000) - self.ttl_ms)
+        entry = await self._append(keys=[key, key + ":bytes"], args=[
+            stream_id, data, "1" if end else "", self.max_events, self.max_bytes, min_ms, self.ttl_ms])
         return entry.decode() if isinstance(entry, bytes) else str(entry)
 
     async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
-        return f"{stream_id}_{await self._add(session_id, {'s': stream_id, 'd': data})}"
+        return f"{stream_id}_{await self._add(session_id, stream_id, data)}"
 
     async def end(self, session_id: str, stream_id: str) -> None:
-        await self._add(session_id, {"s": stream_id, "d": END, "e": 1})
+        await self._add(session_id, stream_id, END, True)
+
+    async def bytes_of(self, session_id: str) -> int:
+        """Bytes of event data the session's stream holds."""
+        raw = await self.r.get(self.key(session_id) + ":bytes")
+        return int(raw) if raw is not None else 0
 
     async def follow(self, session_id: str, stream_id: str,
                      after: str | None) -> AsyncGenerator[tuple[str, bytes], None]:
@@ -75,7 +108,8 @@ class RedisEventBuffer:
                 yield f"{stream_id}_{eid}", data if isinstance(data, bytes) else str(data).encode()
 
     async def release(self, session_id: str) -> None:
-        await self.r.delete(self.key(session_id))
+        key = self.key(session_id)
+        await self.r.delete(key, key + ":bytes")
 
 
 def _field(fields: dict[Any, Any], name: str) -> str | None:
