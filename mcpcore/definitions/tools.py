@@ -84,6 +84,8 @@ class ToolDefinition:
     header_params: dict[str, str] = field(default_factory=dict)
     direct: Callable[..., Any] | None = None
     """The function itself when it is a coroutine function (called without the thread hop)."""
+    app: Any = None
+    """The MCP App (HTML view) this tool opens, if any."""
 
     @property
     def unwrapped(self) -> bool:

@@ -22,6 +22,7 @@ PACKAGES = {
     "stable": ["@modelcontextprotocol/conformance@0.1.16"],
     "alpha": ["@modelcontextprotocol/conformance@0.2.0-alpha.12"],
     "client": ["@modelcontextprotocol/client@2", "@modelcontextprotocol/sdk@1"],
+    "inspector": ["@modelcontextprotocol/inspector@2.12"],
 }
 
 
