@@ -719,5 +719,6 @@ app = McpApp(
     instructions="A test server exposing every feature the MCP conformance suites check.",
     settings=_settings(),
     setup=_announce,
+    skills=Path(__file__).parent / "skills",
 )
 app.include(sys.modules[__name__])

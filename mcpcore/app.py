@@ -69,6 +69,8 @@ class McpApp:
             default ``MCP_EXPOSE_STATELESS_SESSION_ID``.
         extensions: ``{identifier: settings}`` declared under ``capabilities.extensions`` in both
             eras (``{}`` for no settings); MCP Apps and Skills declare theirs themselves.
+        skills: a folder of Agent Skills to serve (a path or a
+            :class:`~mcpcore.extensions.skills.Skills`), SEP-2640.
     """
 
     def __init__(
@@ -94,6 +96,7 @@ class McpApp:
         landing: bool | None = None,
         expose_stateless_session_id: bool | None = None,
         extensions: Mapping[str, Mapping[str, Any]] | None = None,
+        skills: Any = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env()
         self.expose_stateless_session_id = self.settings.expose_stateless_session_id \
@@ -146,6 +149,10 @@ class McpApp:
                                      cache_hints=dict(cache_hints or {}), sessions=self.sessions,
                                      sealer=RequestStateSealer.from_setting(self.settings.request_state_key),
                                      extensions=check_extensions(extensions))
+        self.skills: Any = None
+        if skills is not None:
+            from .extensions.skills import serve_skills
+            self.skills = serve_skills(self, skills)
         self.dispatcher.telemetry = self.telemetry
         self._http: HttpTransport | None = None
         self._legacy_sse: Any = None

@@ -58,6 +58,9 @@ class ResourceDefinition:
     errors: tuple[ErrorContract, ...] = ()
     auth: tuple[str, ...] = ()
     meta: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    listed: bool = True
+    """Shown in ``resources/list`` (``False``: readable by URI only, like a skill's support files)."""
 
     @property
     def is_template(self) -> bool:
@@ -86,6 +89,8 @@ class ResourceDefinition:
             out["mimeType"] = self.mime_type
         if self.annotations:
             out["annotations"] = self.annotations
+        if self.icons:
+            out["icons"] = self.icons
         if self.meta:
             out["_meta"] = self.meta
 

@@ -33,7 +33,7 @@ def not_found(uri: str, era: Era) -> McpError:
 
 
 async def all_resources(d: Dispatcher, scope: RequestScope) -> list[dict[str, Any]]:
-    items = [r.listing() for r in d.registry.resources.values()]
+    items = [r.listing() for r in d.registry.resources.values() if r.listed]
     for t in d.registry.templates:
         if t.list_call is not None:
             kwargs: dict[str, Any] = {}
