@@ -46,6 +46,7 @@ from mcpcore import (
     resource,
     tool,
 )
+from mcpcore.extensions import App, Csp
 from mcpcore.lint import lint_ignore
 
 # A 1x1 red PNG and a short silent WAV clip.
@@ -690,6 +691,24 @@ def fetch_items(ids: Annotated[list[str], Field(description="Item ids, e.g. ['1'
     if not found:
         raise ctx.fail("no_match", f"No items match {len(ids)} ids", {"ids": ids})
     return Items(items=found)
+
+
+CATALOG_VIEW = App(
+    file=Path(__file__).parent / "apps" / "catalog.html",
+    csp=Csp(resource_domains=["https://fonts.googleapis.com", "https://fonts.gstatic.com"]),
+    prefers_border=True,
+    fallback=lambda data: "Catalog: " + ", ".join(data["items"]) if data and data["items"] else "No item matches.",
+    title="Catalog view",
+)
+
+
+@tool(app=CATALOG_VIEW, annotations={"read_only_hint": True})
+def show_catalog(
+    color: Annotated[str | None, Field(description="Only items of this color, e.g. 'red'; all items when absent")]
+    = None,
+) -> Items:
+    """Show the catalog as an interactive list (an MCP App view); hosts without MCP Apps get the items as text."""
+    return Items(items=[item for item in CATALOG if color is None or item.startswith(color + " ")])
 
 
 @resource("catalog://items/{index}", name="catalog_item", mime_type="text/plain", description="One catalog item",

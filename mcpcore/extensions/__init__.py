@@ -8,6 +8,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .negotiation import APP_MIME_TYPE, APPS, SKILLS, check_extensions, client_extension, client_extensions
 
-__all__ = ["APPS", "APP_MIME_TYPE", "SKILLS", "check_extensions", "client_extension", "client_extensions"]
+__all__ = ["APPS", "APP_MIME_TYPE", "SKILLS", "App", "Csp", "Skills", "check_extensions", "client_extension",
+           "client_extensions", "supports_apps"]
+
+_LAZY = {"App": "apps", "Csp": "apps", "supports_apps": "apps", "Skills": "skills"}
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: `import mcpcore` stays free of the YAML parser and the Apps helpers.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcpcore.extensions' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

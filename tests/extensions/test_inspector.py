@@ -46,3 +46,23 @@ def test_skills_list_verify(server_url: str, era: str, tmp_path: Path) -> None:
     assert report["ok"] is True and report["outcome"] == "verified" and report["conformance"] == []
     files = report["files"]
     assert isinstance(files, list) and len(files) == 2 and all(f["status"] == "verified" for f in files)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_app_info_reports_the_example_app(server_url: str, era: str, tmp_path: Path) -> None:
+    proc = inspector(server_url, era, tmp_path, "--method", "tools/list", "--app-info", "--advertise-apps")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    apps = [line for line in _json_lines(proc.stdout) if line.get("hasApp")]
+    assert apps == [{"hasApp": True, "toolName": "show_catalog", "resourceUri": "ui://show_catalog/view.html",
+                     "csp": {"resourceDomains": ["https://fonts.googleapis.com", "https://fonts.gstatic.com"]},
+                     "prefersBorder": True, "resourceMimeType": "text/html;profile=mcp-app"}]
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_client_without_apps_gets_the_text_fallback(server_url: str, era: str, tmp_path: Path) -> None:
+    call = ("--method", "tools/call", "--tool-name", "show_catalog", "--tool-arg", "color=red", "--format", "json")
+    plain = json.loads(inspector(server_url, era, tmp_path, *call).stdout)["result"]
+    assert plain["content"][0] == {"type": "text", "text": "Catalog: red widget, red gadget"}
+    apps = json.loads(inspector(server_url, era, tmp_path, *call, "--advertise-apps").stdout)["result"]
+    assert [b["text"] for b in apps["content"]] == ['{"items":["red widget","red gadget"]}']
+    assert plain["structuredContent"] == apps["structuredContent"] == {"items": ["red widget", "red gadget"]}
