@@ -258,14 +258,18 @@ class Skills:
         plan = args_plan(_no_args, "skills", model_name="skill_file_params", localns={})
         out: list[ResourceDefinition] = []
         skill_md = {s.uri: s for s in self.skills}
+        owner: dict[str, str] = {}
+        for s in sorted(self.skills, key=lambda s: -len(s.root)):  # the innermost skill names a file
+            for f in s.files:
+                owner.setdefault(f.uri, s.name)
         for f in self.files.values():
             skill = skill_md.get(f.uri)
             fn = _reader(f.content)
             out.append(ResourceDefinition(
                 uri=f.uri, template=UriTemplate(f.uri), name=skill.name if skill else f.name, fn=fn, args=plan,
                 call=_caller(fn), mime_type=f.mime_type, size=len(f.data),
-                description=str(skill.frontmatter["description"]) if skill else f"File of skill {f.uri}",
-                cache_hint=self.cache_hint, listed=skill is not None))
+                description=str(skill.frontmatter["description"]) if skill else
+                f"A supporting file of skill {owner[f.uri]}.", cache_hint=self.cache_hint, listed=skill is not None))
         return out
 
     def get(self, uri: Any) -> Skill:

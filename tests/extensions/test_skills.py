@@ -184,3 +184,18 @@ def test_links_out_of_the_folder_are_refused(tmp_path: Path) -> None:
     (folder / "leak.txt").symlink_to(outside)
     with pytest.raises(ConfigurationError, match="links outside"):
         Skills(root)
+
+
+async def test_nested_skills_are_listed_flat_and_the_outer_manifest_is_complete(tmp_path: Path) -> None:
+    _skill(tmp_path, "outer", files={"guide.md": b"g"})
+    _skill(tmp_path, "outer/inner", files={"notes.md": b"n"})
+    async with McpTestClient(_app(tmp_path)) as c:
+        entries = {s["uri"]: s for s in (await c.request("skills/list"))["skills"]}
+        assert list(entries) == ["skill://outer/SKILL.md", "skill://outer/inner/SKILL.md"]
+        outer = [r["uri"] for r in entries["skill://outer/SKILL.md"]["resources"]]
+        assert outer == ["skill://outer/SKILL.md", "skill://outer/guide.md", "skill://outer/inner/SKILL.md",
+                         "skill://outer/inner/notes.md"]
+        assert [r["uri"] for r in entries["skill://outer/inner/SKILL.md"]["resources"]] == [
+            "skill://outer/inner/SKILL.md", "skill://outer/inner/notes.md"]
+        listed = {r["uri"]: r["name"] for r in (await c.request("resources/list"))["resources"]}
+        assert listed == {"skill://outer/SKILL.md": "outer", "skill://outer/inner/SKILL.md": "inner"}
