@@ -46,6 +46,7 @@ from mcpcore import (
     resource,
     tool,
 )
+from mcpcore.extensions import App, Csp
 from mcpcore.lint import lint_ignore
 
 # A 1x1 red PNG and a short silent WAV clip.
@@ -700,6 +701,24 @@ def fetch_items(ids: Annotated[list[str], Field(description="Item ids, e.g. ['1'
     return Items(items=found)
 
 
+CATALOG_VIEW = App(
+    file=Path(__file__).parent / "apps" / "catalog.html",
+    csp=Csp(resource_domains=["https://fonts.googleapis.com", "https://fonts.gstatic.com"]),
+    prefers_border=True,
+    fallback=lambda data: "Catalog: " + ", ".join(data["items"]) if data and data["items"] else "No item matches.",
+    title="Catalog view",
+)
+
+
+@tool(app=CATALOG_VIEW, annotations={"read_only_hint": True})
+def show_catalog(
+    color: Annotated[str | None, Field(description="Only items of this color, e.g. 'red'; all items when absent")]
+    = None,
+) -> Items:
+    """Show the catalog as an interactive list (an MCP App view); hosts without MCP Apps get the items as text."""
+    return Items(items=[item for item in CATALOG if color is None or item.startswith(color + " ")])
+
+
 @resource("catalog://items/{index}", name="catalog_item", mime_type="text/plain", description="One catalog item",
           list=lambda: [Resource(uri=f"catalog://items/{i}", name=f"item {i}") for i in range(1, len(CATALOG) + 1)])
 def catalog_item(index: int) -> str:
@@ -727,5 +746,6 @@ app = McpApp(
     instructions="A test server exposing every feature the MCP conformance suites check.",
     settings=_settings(),
     setup=_announce,
+    skills=Path(__file__).parent / "skills",
 )
 app.include(sys.modules[__name__])

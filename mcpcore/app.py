@@ -18,6 +18,7 @@ from .config import SessionMode, Settings
 from .context import ContextServices
 from .definitions.resources import CacheHint, build_resource
 from .errors import ConfigurationError
+from .extensions.negotiation import check_extensions
 from .logs import LEVELS
 from .runtime import Runtime
 from .security.sealing import RequestStateSealer
@@ -68,6 +69,10 @@ class McpApp:
         expose_stateless_session_id: under ``MCP_SESSION_MODE=stateless``, give each 2025-era
             request a fresh ``ctx.session_id`` (it changes every request) instead of ``None``;
             default ``MCP_EXPOSE_STATELESS_SESSION_ID``.
+        extensions: ``{identifier: settings}`` declared under ``capabilities.extensions`` in both
+            eras (``{}`` for no settings); MCP Apps and Skills declare theirs themselves.
+        skills: a folder of Agent Skills to serve (a path or a
+            :class:`~mcpcore.extensions.skills.Skills`), SEP-2640.
     """
 
     def __init__(
@@ -92,6 +97,8 @@ class McpApp:
         telemetry: Any = None,
         landing: bool | None = None,
         expose_stateless_session_id: bool | None = None,
+        extensions: Mapping[str, Mapping[str, Any]] | None = None,
+        skills: Any = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env()
         self.expose_stateless_session_id = self.settings.expose_stateless_session_id \
@@ -151,7 +158,12 @@ class McpApp:
         self.dispatcher = Dispatcher(registry=self.registry, settings=self.settings, server_info=self.server_info,
                                      instructions=instructions, services=self.services, notifier=self.notifier,
                                      cache_hints=dict(cache_hints or {}), sessions=self.sessions,
-                                     sealer=RequestStateSealer.from_setting(self.settings.request_state_key))
+                                     sealer=RequestStateSealer.from_setting(self.settings.request_state_key),
+                                     extensions=check_extensions(extensions))
+        self.skills: Any = None
+        if skills is not None:
+            from .extensions.skills import serve_skills
+            self.skills = serve_skills(self, skills)
         self.dispatcher.telemetry = self.telemetry
         self._guard = OriginGuard(self.settings.allowed_origins, self.settings.allowed_hosts)
         self._http: HttpTransport | None = None

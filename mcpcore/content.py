@@ -89,6 +89,7 @@ class Resource(_Wire):
     mime_type: str | None = Field(default=None, alias="mimeType")
     size: int | None = None
     annotations: Annotations | None = None
+    icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = Field(default=None, alias="_meta")
 
 

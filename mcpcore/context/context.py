@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import ErrorContract, JsonRpcErrorCode, McpError
+from ..extensions.negotiation import client_extension, client_extensions
 from ..protocol.versions import Era
 from .enrich import ContentCollect, Enrich
 from .inputs import ContextInputs, InputRequest, InputRequired, InputRequiredSpec, check_capabilities
@@ -168,6 +169,20 @@ class Context(RequestContext):
         """What the client declared (``initialize`` on 2025 sessions, the request's envelope on
         2026-07-28); ``{}`` when it declared none, ``None`` when no view exists."""
         return self._scope.client_capabilities
+
+    @property
+    def client_extensions(self) -> dict[str, dict[str, Any]]:
+        """The extensions the caller declared (``capabilities.extensions``): id -> settings."""
+        return client_extensions(self._scope.client_capabilities)
+
+    def client_extension(self, ext_id: str) -> dict[str, Any] | None:
+        """The settings the caller declared for extension ``ext_id``, or ``None`` when it did
+        not declare it (so the handler falls back to core behaviour)::
+
+            if ctx.client_extension("io.modelcontextprotocol/ui") is None:
+                return "plain text for a client without Apps"
+        """
+        return client_extension(self._scope.client_capabilities, ext_id)
 
     @property
     def protocol_version(self) -> str:

@@ -58,6 +58,9 @@ class ResourceDefinition:
     errors: tuple[ErrorContract, ...] = ()
     auth: tuple[str, ...] = ()
     meta: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    listed: bool = True
+    """Shown in ``resources/list`` (``False``: readable by URI only, like a skill's support files)."""
 
     @property
     def is_template(self) -> bool:
@@ -86,6 +89,8 @@ class ResourceDefinition:
             out["mimeType"] = self.mime_type
         if self.annotations:
             out["annotations"] = self.annotations
+        if self.icons:
+            out["icons"] = self.icons
         if self.meta:
             out["_meta"] = self.meta
 
@@ -129,6 +134,7 @@ def build_resource(
     errors: Sequence[ErrorContract] = (),
     auth: Sequence[str] = (),
     meta: Mapping[str, Any] | None = None,
+    icons: Sequence[Mapping[str, Any]] | None = None,
     localns: dict[str, Any] | None = None,
 ) -> ResourceDefinition:
     """Build a :class:`ResourceDefinition`; raises :class:`ConfigurationError` on mistakes."""
@@ -185,6 +191,7 @@ def build_resource(
         errors=validate_contracts(owner, errors),
         auth=tuple(auth),
         meta=dict(meta) if meta else None,
+        icons=_icons(owner, icons),
     )
 
 
@@ -203,6 +210,8 @@ def resource(uri: str, **options: Any) -> Callable[[F], F]:
         complete: ``{variable: fn(value, arguments) -> list[str]}`` for ``completion/complete``.
         cache_hint: ``CacheHint(ttl_ms, scope)`` for 2026-07-28 ``resources/read``.
         errors, auth, meta: as for tools.
+        icons: ``[{"src": "https://.../icon.png", "mimeType": "image/png", "sizes": ["48x48"]}]``
+            shown by clients beside the resource (a template's concrete entries inherit them).
     """
     def decorate(f: F) -> F:
         if not callable(f):
@@ -213,6 +222,23 @@ def resource(uri: str, **options: Any) -> Callable[[F], F]:
     if callable(uri):
         raise TypeError("@resource needs a URI: @resource('scheme://{id}')")
     return decorate
+
+
+def _icons(owner: str, icons: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Check ``Icon`` objects: a ``src`` URI, optional ``mimeType``, ``sizes`` and ``theme``."""
+    if not icons:
+        return None
+    out: list[dict[str, Any]] = []
+    for icon in icons:
+        if not isinstance(icon, Mapping) or not isinstance(icon.get("src"), str) or ":" not in icon["src"]:
+            raise ConfigurationError(f"{owner}: each icon needs a 'src' URI (https: or data:), got {icon!r}")
+        sizes = icon.get("sizes")
+        if sizes is not None and (not isinstance(sizes, (list, tuple)) or not all(isinstance(x, str) for x in sizes)):
+            raise ConfigurationError(f"{owner}: icon 'sizes' must be a list of strings like '48x48' or 'any'")
+        if icon.get("theme") not in (None, "light", "dark"):
+            raise ConfigurationError(f"{owner}: icon 'theme' must be 'light' or 'dark'")
+        out.append({k: list(v) if k == "sizes" else v for k, v in icon.items()})
+    return out
 
 
 def resource_entries(items: Any) -> list[dict[str, Any]]:

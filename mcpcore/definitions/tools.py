@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pydantic import BaseModel
 
@@ -13,6 +13,9 @@ from ..content import CONTENT_TYPES, ToolResult
 from ..errors import ConfigurationError, ErrorContract, validate_contracts
 from .common import caller_locals, check_name, description_of, is_async, make_caller
 from .schema import ArgsPlan, OutputPlan, args_plan, json_schema, object_schema, output_plan, type_hints
+
+if TYPE_CHECKING:
+    from ..extensions.apps import App
 
 __all__ = ["ToolDefinition", "tool"]
 
@@ -84,6 +87,8 @@ class ToolDefinition:
     header_params: dict[str, str] = field(default_factory=dict)
     direct: Callable[..., Any] | None = None
     """The function itself when it is a coroutine function (called without the thread hop)."""
+    app: App | None = None
+    """The MCP App (HTML view) this tool opens, if any."""
 
     @property
     def unwrapped(self) -> bool:
@@ -168,6 +173,7 @@ def build_tool(
     structured: bool = True,
     header_params: Mapping[str, str] | None = None,
     input_schema: Mapping[str, Any] | None = None,
+    app: App | None = None,
     localns: dict[str, Any] | None = None,
 ) -> ToolDefinition:
     """Build a :class:`ToolDefinition` from ``fn``; raises :class:`ConfigurationError` on mistakes."""
@@ -200,6 +206,15 @@ def build_tool(
     for scope in auth:
         if not isinstance(scope, str) or not scope or any(c.isspace() for c in scope):
             raise ConfigurationError(f"{owner}: auth scope {scope!r} must be a non-empty string without spaces")
+    tool_meta = dict(meta) if meta else None
+    if app is not None:
+        from ..extensions.apps import App as _App
+
+        if not isinstance(app, _App):
+            raise ConfigurationError(f"{owner}: app= must be an mcpcore.extensions.apps.App")
+        app = app.for_tool(tool_name)
+        ui = app.tool_meta()
+        tool_meta = {**(tool_meta or {}), **ui, "ui": {**dict((tool_meta or {}).get("ui") or {}), **ui["ui"]}}
     return ToolDefinition(
         name=tool_name,
         description=desc,
@@ -215,12 +230,13 @@ def build_tool(
         enrichment=enrichment,
         enrichment_trailer=dict(enrichment_trailer or {}),
         auth=tuple(auth),
-        meta=dict(meta) if meta else None,
+        meta=tool_meta,
         icons=[dict(i) for i in icons] if icons else None,
         input_schema=advertised,
         output_schema=output_schema,
         header_params=hparams,
         direct=fn if is_async(fn) else None,
+        app=app,
     )
 
 
@@ -243,6 +259,7 @@ def tool(
     structured: bool = True,
     header_params: Mapping[str, str] | None = None,
     input_schema: Mapping[str, Any] | None = None,
+    app: App | None = None,
 ) -> Callable[[F], F]: ...
 def tool(fn: Any = None, /, **options: Any) -> Any:
     """Declare a tool. Works bare (``@tool``) or with options (``@tool(name=..., ...)``).
@@ -265,6 +282,8 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
         header_params: ``{argument: HeaderName}`` mirrored into ``Mcp-Param-<HeaderName>`` (2026-07-28).
         input_schema: advertise this JSON Schema instead of the one generated from the signature
             (for keywords pydantic cannot express); arguments are still validated by the signature.
+        app: an :class:`~mcpcore.extensions.apps.App` (MCP Apps): the HTML view this tool opens,
+            served as a ``ui://`` resource, with the text fallback for hosts without Apps.
     """
     def decorate(f: Any, localns: dict[str, Any] | None = None) -> Any:
         if not callable(f):

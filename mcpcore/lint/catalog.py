@@ -130,6 +130,17 @@ _CATALOG: tuple[Rule, ...] = (
     Rule("resource-template-list", "warning",
          "A resource template offers list= so clients can discover concrete resources.",
          "pass list= returning the concrete resources (or suppress when the space is open-ended)"),
+    # MCP Apps
+    Rule("app-text-fallback", "warning",
+         "A tool that opens an MCP App keeps a readable text result for hosts without Apps.",
+         "pass App(fallback=...) or return text"),
+    Rule("app-resource-not-found", "error",
+         "The ui:// view a tool opens is served, from an existing file, as text/html;profile=mcp-app.",
+         "give App html= or an existing file=, or register the ui:// resource with that MIME type"),
+    Rule("app-csp-malformed", "error",
+         "An app's CSP lists only known keys (connectDomains, resourceDomains, frameDomains, baseUriDomains) "
+         "holding origins.",
+         "use Csp(connect_domains=['https://api.example.com'], ...)"),
     Rule("prompt-argument-description", "warning",
          "Every prompt argument has a description.",
          "annotate the parameter with Field(description=...)"),

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..definitions.resources import ResourceDefinition
 from ..definitions.tools import ToolDefinition
 from ..server.registry import Registry, definitions_in
+from .apps import check_apps
 from .base import Definition, Options, Portability, Sink, Subject
 from .catalog import RULES
 from .contracts import check_contracts, check_contracts_across
@@ -149,6 +150,7 @@ def lint_definitions(
         _check_one(s, sink)
     check_names_across(subjects, sink)
     check_contracts_across(subjects, sink)
+    check_apps(subjects, sink)
 
     findings, suppressed, used = _suppress(sink.findings, extra, options)
     stale = Sink()

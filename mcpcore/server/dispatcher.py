@@ -17,6 +17,7 @@ from ..config import Settings
 from ..context import ContextServices, RequestScope
 from ..definitions.resources import CacheHint
 from ..errors import ErrorContract, JsonRpcErrorCode, McpError, classify
+from ..extensions.negotiation import APP_MIME_TYPE, APPS
 from ..logs import LEVELS, normalize_level
 from ..protocol.jsonrpc import error_response, result_response
 from ..protocol.limits import check_params, clip
@@ -73,6 +74,7 @@ class Dispatcher:
         cache_hints: dict[str, CacheHint] | None = None,
         sessions: Any = None,
         sealer: RequestStateSealer | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.registry = registry
         self.settings = settings
@@ -86,6 +88,8 @@ class Dispatcher:
         self.cache_hints = {m: CacheHint(0, "private") for m in CACHEABLE}
         self.cache_hints.update(cache_hints or {})
         self.closing = Closing()
+        self.extensions: dict[str, dict[str, Any]] = dict(extensions or {})
+        """Extensions this server declares under ``capabilities.extensions`` (id -> settings)."""
         self._caps: tuple[int, dict[str, Any]] | None = None
         self._server_meta = {META_SERVER_INFO: server_info}
         self._list_cache: dict[tuple[Era, str, Any], bytes] = {}
@@ -139,7 +143,29 @@ class Dispatcher:
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if r.tools:
             caps["tools"] = {"listChanged": True}
+        extensions = dict(self.extensions)
+        if APPS not in extensions and any(t.app is not None for t in r.tools.values()):
+            extensions[APPS] = {"mimeTypes": [APP_MIME_TYPE]}
+        if extensions:
+            caps["extensions"] = extensions
         return caps
+
+    def add_method(self, method: str, handler: Handler, *, gate: str | None = None,
+                   cache_hint: CacheHint | None = None) -> None:
+        """Serve an extension's ``method`` on both eras (``gate``: the server capability it
+        needs). With ``cache_hint`` its 2026-07-28 results carry ``ttlMs``/``cacheScope``."""
+        self._common[method] = handler
+        if gate is not None:
+            self._gates[method] = gate
+        if cache_hint is not None:
+            self.cache_hints.setdefault(method, cache_hint)
+        self._caps = None
+        self._invalidate("methods")
+
+    def declare_extension(self, ext_id: str, settings: dict[str, Any]) -> None:
+        """Add ``ext_id`` to the capabilities this server declares."""
+        self.extensions[ext_id] = settings
+        self._caps = None
 
     def _invalidate(self, kind: str) -> None:
         self._list_cache.clear()
@@ -208,7 +234,7 @@ class Dispatcher:
         result.setdefault("resultType", "complete")
         meta = result.get("_meta")
         result["_meta"] = {**meta, META_SERVER_INFO: self.server_info} if meta else self._server_meta
-        if method in CACHEABLE and result["resultType"] == "complete" and "ttlMs" not in result:
+        if method in self.cache_hints and result["resultType"] == "complete" and "ttlMs" not in result:
             hint = self.cache_hints[method]
             result["ttlMs"] = hint.ttl_ms
             result["cacheScope"] = hint.scope

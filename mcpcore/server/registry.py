@@ -74,6 +74,9 @@ class Registry:
                     raise ConfigurationError(f"duplicate tool name {d.name!r}")
                 self.tools[d.name] = d
                 self._changed("tools")
+                view = d.app.definition if d.app is not None else None
+                if view is not None:
+                    self._add_resource(view)
             elif isinstance(d, PromptDefinition):
                 if d.name in self.prompts and self.prompts[d.name] is not d:
                     raise ConfigurationError(f"duplicate prompt name {d.name!r}")

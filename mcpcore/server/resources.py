@@ -33,7 +33,7 @@ def not_found(uri: str, era: Era) -> McpError:
 
 
 async def all_resources(d: Dispatcher, scope: RequestScope) -> list[dict[str, Any]]:
-    items = [r.listing() for r in d.registry.resources.values()]
+    items = [r.listing() for r in d.registry.resources.values() if r.listed]
     for t in d.registry.templates:
         if t.list_call is not None:
             kwargs: dict[str, Any] = {}
@@ -41,6 +41,7 @@ async def all_resources(d: Dispatcher, scope: RequestScope) -> list[dict[str, An
                 kwargs[t.list_ctx_param] = Context(scope, operation=f"resource_list:{t.uri}")
             for entry in resource_entries(await t.list_call(kwargs)):
                 entry.setdefault("mimeType", t.mime_type) if t.mime_type else None
+                entry.setdefault("icons", t.icons) if t.icons else None
                 items.append(entry)
     return items
 

@@ -107,7 +107,8 @@ async def _attempt(tool: ToolDefinition, kwargs: dict[str, Any], scope: RequestS
     try:
         direct = tool.direct
         value = await (direct(**kwargs) if direct is not None else tool.call(kwargs))
-        return tool_success_result(tool, value, ctx, scope.era is Era.MODERN)
+        result = tool_success_result(tool, value, ctx, scope.era is Era.MODERN)
+        return result if tool.app is None else tool.app.shape(result, scope.client_capabilities)
     except InputRequired:
         raise
     except McpError as exc:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, HttpUrl
 
 from mcpcore import ErrorContract, JsonRpcErrorCode, McpApp, Settings, TextContent, prompt, resource, tool
 from mcpcore.definitions.tools import ToolDefinition, build_tool
+from mcpcore.extensions import App
 from mcpcore.lint import lint_ignore
 
 RECOVERY = "Check the identifier and call the tool again."
@@ -275,6 +276,26 @@ def notes_changelog() -> str:  # description-required (a warning for resources)
 def summarize(text: str) -> str:  # prompt-argument-description
     """Summarise a text in three bullet points."""
     return f"Summarise: {text}"
+
+
+# -- MCP Apps --------------------------------------------------------------------------------------
+
+@tool(app=App(html="<p>chart</p>"))
+def chart_total() -> int:  # app-text-fallback
+    """Count the points the chart view draws."""
+    return 3
+
+
+@tool(app=App(uri="ui://missing/view.html", fallback="Open the map in an MCP Apps host."))
+def show_map() -> str:  # app-resource-not-found
+    """Show the delivery map for today's route."""
+    return "map"
+
+
+@tool(app=App(html="<p>feed</p>", csp={"connectDomains": ["api.example.com"]}, fallback="The live feed."))
+def live_feed() -> str:  # app-csp-malformed
+    """Stream the live order feed into a view."""
+    return "feed"
 
 
 @lint_ignore("no-such-rule")

@@ -50,6 +50,9 @@ EXPECTED = {
     "resource-name-not-uri": "resource:status.example.com",
     "resource-mime-type": "resource:notes_readme",
     "resource-template-list": "resource:note",
+    "app-text-fallback": "tool:chart_total",
+    "app-resource-not-found": "tool:show_map",
+    "app-csp-malformed": "tool:live_feed",
     "prompt-argument-description": "prompt:summarize",
     "lint-ignore-stale": "tool:stale_suppression",
 }
@@ -128,7 +131,7 @@ def test_report_shapes() -> None:
     assert data["counts"] == {"error": len(report.errors), "warning": len(report.warnings), "suppressed": 0}
     assert data["findings"][0].keys() == {"rule", "severity", "kind", "name", "message", "fix"}
     assert report.text().count("\n") == len(report.findings) - 1
-    assert "8 error(s), 22 warning(s) in 30 definition(s)" in report.summary()
+    assert "10 error(s), 23 warning(s) in 35 definition(s)" in report.summary()
 
 
 def test_lint_app_accepts_a_registry_and_refuses_other_things() -> None:
