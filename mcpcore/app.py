@@ -274,6 +274,7 @@ class McpApp:
             self.services.state = StateService(provider, signer, self.telemetry)
             if self.redis is not None:
                 exit_stack.push_async_callback(self.redis.aclose)
+                exit_stack.callback(self.stream_slots.close)  # runs first: streams ending now touch Redis no more
             if self.authenticator is not None:
                 await self.authenticator.start()
                 exit_stack.push_async_callback(self.authenticator.close)

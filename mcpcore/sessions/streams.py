@@ -30,6 +30,10 @@ class StreamSlots(Protocol):
         """Extend the leases of every slot this process holds (called periodically)."""
         ...
 
+    def close(self) -> None:
+        """The app is shutting down: stop using shared stores."""
+        ...
+
 
 class MemoryStreamSlots:
     """Slots counted in this process."""
@@ -54,6 +58,9 @@ class MemoryStreamSlots:
                 del self._held[session_id]
 
     async def renew(self) -> None:
+        return None
+
+    def close(self) -> None:
         return None
 
     def count(self, session_id: str) -> int:
@@ -82,11 +89,18 @@ class RedisStreamSlots:
         self.lease_ms = lease_ms
         self._held: dict[str, set[str]] = {}
         self._acquire = client.register_script(_ACQUIRE)
+        self.closed = False
+
+    def close(self) -> None:
+        """Stop talking to Redis (the app is shutting down): what is still held lapses with its lease."""
+        self.closed = True
 
     def key(self, session_id: str) -> str:
         return f"{{{self.ns}:s:{session_id}}}:streams"
 
     async def acquire(self, session_id: str) -> str | None:
+        if self.closed:
+            return None
         token = secrets.token_hex(8)
         taken = await self._acquire(keys=[self.key(session_id)],
                                     args=[int(time.time() * 1000), self.lease_ms, self.cap, token])
@@ -101,9 +115,12 @@ class RedisStreamSlots:
             held.discard(token)
             if not held:
                 del self._held[session_id]
-        await self.r.zrem(self.key(session_id), token)
+        if not self.closed:
+            await self.r.zrem(self.key(session_id), token)
 
     async def renew(self) -> None:
+        if self.closed:
+            return
         until = int(time.time() * 1000) + self.lease_ms
         for session_id, tokens in list(self._held.items()):
             if tokens:
