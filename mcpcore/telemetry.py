@@ -54,21 +54,21 @@ class Telemetry:
         return self._propagator.extract(found) if found else None
 
     @contextlib.contextmanager
-    def execution(self, name: str, scope: Any, attributes: Mapping[str, Any]) -> Iterator[Any]:
-        """A span for one handler execution; fills ``scope.trace_id``/``span_id`` for the context."""
+    def execution(self, name: str, req: Any, attributes: Mapping[str, Any]) -> Iterator[Any]:
+        """A span for one handler execution; fills ``req.trace_id``/``span_id`` for the context."""
         carrier: dict[str, Any] = {}
-        if scope.meta:
-            carrier.update(scope.meta)
-        if scope.trace_headers:
-            carrier.update(scope.trace_headers)
+        if req.meta:
+            carrier.update(req.meta)
+        if req.trace_headers:
+            carrier.update(req.trace_headers)
         with self.tracer.start_as_current_span(name, context=self.parent(carrier), attributes=dict(attributes)) as span:
             sc = span.get_span_context()
-            scope.trace_id = format(sc.trace_id, "032x")
-            scope.span_id = format(sc.span_id, "016x")
+            req.trace_id = format(sc.trace_id, "032x")
+            req.span_id = format(sc.span_id, "016x")
             yield span
 
     @contextlib.contextmanager
-    def tool_call(self, name: str, scope: Any) -> Iterator[Callable[[bool], None]]:
+    def tool_call(self, name: str, req: Any) -> Iterator[Callable[[bool], None]]:
         """A ``tool_execution:<name>`` span and the call metrics; call the yielded function with
         whether the call failed."""
         start = time.perf_counter()
@@ -77,8 +77,8 @@ class Telemetry:
         def report(failed: bool) -> None:
             outcome["failed"] = failed
 
-        attrs = {"mcp.tool.name": name, "mcp.request.id": scope.request_id}
-        with self.execution(f"tool_execution:{name}", scope, attrs) as span:
+        attrs = {"mcp.tool.name": name, "mcp.request.id": req.request_id}
+        with self.execution(f"tool_execution:{name}", req, attrs) as span:
             yield report
             if outcome["failed"]:
                 span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))

@@ -179,7 +179,7 @@ async def test_progress_without_a_token_is_a_no_op_and_signal_waits() -> None:
     assert ctx.posted[0]["params"] == {"progressToken": "t", "progress": 1, "total": 2, "message": "half"}
     waiter = asyncio.create_task(ctx.signal.wait())
     await asyncio.sleep(0)
-    ctx._scope.signal.abort("stop")
+    ctx._req.signal.abort("stop")
     await asyncio.wait_for(waiter, 1)
     assert ctx.signal.aborted and ctx.signal.reason == "stop"
 

@@ -27,7 +27,7 @@ AUTHENTICATION_REQUIRED = "Authentication required."
 
 
 class HasAuth(Protocol):
-    """Anything with ``.auth`` (a :class:`~mcpcore.Context`, a ``RequestContext``, a ``RequestScope``)."""
+    """Anything with ``.auth`` (a :class:`~mcpcore.Context`, a ``RequestContext``, a ``Inbound``)."""
 
     @property
     def auth(self) -> AuthInfo | None: ...
@@ -77,7 +77,7 @@ def check_scopes(auth: AuthInfo | HasAuth | None, required: Sequence[str], *, au
         off = bool(disabled)
     else:
         info = auth.auth
-        holder = getattr(auth, "_scope", auth)  # a Context keeps its RequestScope in ``_scope``
+        holder = getattr(auth, "_scope", auth)  # a Context keeps its Inbound in ``_scope``
         services: Any = getattr(holder, "services", None)
         mode_found = getattr(services, "auth_mode", None)
         mode = auth_mode or (mode_found if isinstance(mode_found, str) else ("none" if info is None else "on"))

@@ -2,9 +2,9 @@
 
 from .context import Context, RequestContext, create_request_context, with_extra
 from .enrich import ContentCollect, Enrich
+from .inbound import AuthInfo, ContextServices, Inbound
 from .log import ContextLogger
 from .outbound import NullOutbound, Outbound
-from .scope import AuthInfo, ContextServices, RequestScope
 from .signal import CancelSignal
 from .state import ContextState, StateItem, StatePage
 
@@ -17,10 +17,10 @@ __all__ = [
     "ContextServices",
     "ContextState",
     "Enrich",
+    "Inbound",
     "NullOutbound",
     "Outbound",
     "RequestContext",
-    "RequestScope",
     "StateItem",
     "StatePage",
     "create_request_context",

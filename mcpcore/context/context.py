@@ -12,9 +12,9 @@ from ..errors import ErrorContract, JsonRpcErrorCode, McpError
 from ..extensions.negotiation import client_extension, client_extensions
 from ..protocol.versions import Era
 from .enrich import ContentCollect, Enrich
+from .inbound import AuthInfo, Inbound, new_request_token
 from .inputs import ContextInputs, InputRequest, InputRequired, InputRequiredSpec, check_capabilities
 from .log import ContextLogger
-from .scope import AuthInfo, RequestScope, new_request_token
 from .state import ContextState
 
 if TYPE_CHECKING:
@@ -86,26 +86,26 @@ class Context(RequestContext):
     Declare it as a parameter annotated ``Context`` (any name); it never appears in a schema.
     """
 
-    __slots__ = ("_content", "_enrich", "_errors", "_inputs", "_log", "_loop", "_scope", "_state", "uri")
+    __slots__ = ("_content", "_enrich", "_errors", "_inputs", "_log", "_loop", "_req", "_state", "uri")
 
     def __init__(
         self,
-        scope: RequestScope,
+        req: Inbound,
         *,
         operation: str | None = None,
         errors: Sequence[ErrorContract] = (),
         uri: str | None = None,
     ) -> None:
-        self.request_id = scope.request_id
-        self.tenant_id = scope.tenant_id
-        self.session_id = scope.session_id
-        self.trace_id = scope.trace_id
-        self.span_id = scope.span_id
-        self.auth = scope.auth
+        self.request_id = req.request_id
+        self.tenant_id = req.tenant_id
+        self.session_id = req.session_id
+        self.trace_id = req.trace_id
+        self.span_id = req.span_id
+        self.auth = req.auth
         self.operation = operation
         self.extra = None
-        self._started = scope.started
-        self._scope = scope
+        self._started = req.started
+        self._req = req
         self._errors = errors
         self.uri = uri
         self._log: ContextLogger | None = None
@@ -121,15 +121,15 @@ class Context(RequestContext):
     def _post(self, message: dict[str, Any]) -> None:
         """Queue a message on the request's channel, from the loop or from a worker thread."""
         if self._loop is not None and not _on_loop():
-            self._loop.call_soon_threadsafe(self._scope.outbound.post, message)
+            self._loop.call_soon_threadsafe(self._req.outbound.post, message)
             return
-        self._scope.outbound.post(message)
+        self._req.outbound.post(message)
 
     def _notify(self, event: dict[str, Any]) -> None:
         if self._loop is not None and not _on_loop():
-            self._loop.call_soon_threadsafe(self._scope.services.notify, event, self._scope)
+            self._loop.call_soon_threadsafe(self._req.services.notify, event, self._req)
             return
-        self._scope.services.notify(event, self._scope)
+        self._req.services.notify(event, self._req)
 
     @property
     def log(self) -> ContextLogger:
@@ -142,7 +142,7 @@ class Context(RequestContext):
     def state(self) -> ContextState:
         """Tenant-scoped key-value storage."""
         if self._state is None:
-            self._state = ContextState(self._scope.services.state, self.tenant_id)
+            self._state = ContextState(self._req.services.state, self.tenant_id)
         return self._state
 
     @property
@@ -162,18 +162,18 @@ class Context(RequestContext):
     @property
     def signal(self) -> CancelSignal:
         """Fires when the client cancels this request or its stream closes."""
-        return self._scope.signal
+        return self._req.signal
 
     @property
     def client_capabilities(self) -> dict[str, Any] | None:
         """What the client declared (``initialize`` on 2025 sessions, the request's envelope on
         2026-07-28); ``{}`` when it declared none, ``None`` when no view exists."""
-        return self._scope.client_capabilities
+        return self._req.client_capabilities
 
     @property
     def client_extensions(self) -> dict[str, dict[str, Any]]:
         """The extensions the caller declared (``capabilities.extensions``): id -> settings."""
-        return client_extensions(self._scope.client_capabilities)
+        return client_extensions(self._req.client_capabilities)
 
     def client_extension(self, ext_id: str) -> dict[str, Any] | None:
         """The settings the caller declared for extension ``ext_id``, or ``None`` when it did
@@ -182,18 +182,18 @@ class Context(RequestContext):
             if ctx.client_extension("io.modelcontextprotocol/ui") is None:
                 return "plain text for a client without Apps"
         """
-        return client_extension(self._scope.client_capabilities, ext_id)
+        return client_extension(self._req.client_capabilities, ext_id)
 
     @property
     def protocol_version(self) -> str:
         """The protocol revision this request is served under."""
-        return self._scope.protocol_version
+        return self._req.protocol_version
 
     @property
     def inputs(self) -> ContextInputs:
         """The answers this round carries (only those the client's capabilities cover)."""
         if self._inputs is None:
-            s = self._scope
+            s = self._req
             self._inputs = ContextInputs(s.input_responses, s.client_capabilities, s.request_state)
         return self._inputs
 
@@ -226,14 +226,14 @@ class Context(RequestContext):
             spec = InputRequiredSpec(dict(spec), request_state)
         elif request_state is not None:
             spec = InputRequiredSpec(spec.input_requests, request_state)
-        s = self._scope
+        s = self._req
         check_capabilities(spec, s.client_capabilities, modern=s.era is Era.MODERN, fallback_hint=fallback_hint,
                            stateless_mode=s.services.session_mode == "stateless")
         raise InputRequired(spec, fallback_hint)
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` when the request carried a ``progressToken``."""
-        token = self._scope.progress_token
+        token = self._req.progress_token
         if token is None:
             return
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
@@ -241,7 +241,7 @@ class Context(RequestContext):
             params["total"] = total
         if message is not None:
             params["message"] = message
-        out = self._scope.outbound
+        out = self._req.outbound
         out.post({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
         await out.drain()
 

@@ -54,8 +54,8 @@ class ContextLogger:
               error: BaseException | str | object | None) -> None:
         n = LEVELS[level]
         ctx = self._ctx
-        scope = ctx._scope
-        if n < scope.services.log_floor:
+        req = ctx._req
+        if n < req.services.log_floor:
             return
         merged: dict[str, Any] = dict(data) if data else {}
         if fields:
@@ -71,7 +71,7 @@ class ContextLogger:
                 line["error"] = err_text
             _logger.log(n, msg, extra={"fields": line},
                         exc_info=error if isinstance(error, BaseException) and n >= 40 else None)
-        cl = scope.client_log_level
+        cl = req.client_log_level
         if cl is not None and n >= cl:
             payload: dict[str, Any] = redact(merged) if merged else {}
             payload["message"] = msg

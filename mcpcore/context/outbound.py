@@ -42,7 +42,7 @@ class NullOutbound:
 
 
 class DiscardOutbound(NullOutbound):
-    """Drops notifications without keeping them (the default of a scope built without one)."""
+    """Drops notifications without keeping them (the default of an Inbound built without one)."""
 
     def post(self, message: dict[str, Any]) -> None:
         return None

@@ -44,7 +44,7 @@ def _missing(what: str) -> McpError:
 
 
 class EnvelopeTarget(Protocol):
-    """Where :func:`apply_envelope` writes what a request says about itself (a request scope)."""
+    """Where :func:`apply_envelope` writes what a request says about itself (an Inbound)."""
 
     protocol_version: str
     client_capabilities: dict[str, Any] | None

@@ -1,7 +1,7 @@
 """The dispatcher: one JSON-RPC request in, one response out, for either era.
 
 This is the one place where exceptions become JSON-RPC errors. Handlers never see HTTP; the
-transport supplies a :class:`~mcpcore.context.RequestScope` and writes what comes back.
+transport supplies a :class:`~mcpcore.context.Inbound` and writes what comes back.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from .. import _json
 from ..auth.scopes import check_scopes
 from ..config import Settings
-from ..context import ContextServices, RequestScope
+from ..context import ContextServices, Inbound
 from ..definitions.resources import CacheHint
 from ..errors import ErrorContract, JsonRpcErrorCode, McpError, classify
 from ..extensions.negotiation import APP_MIME_TYPE, APPS
@@ -42,7 +42,7 @@ __all__ = ["Dispatcher"]
 
 log = logging.getLogger("mcpcore.server")
 
-Handler = Callable[["Dispatcher", dict[str, Any], RequestScope], Awaitable[Any]]
+Handler = Callable[["Dispatcher", dict[str, Any], Inbound], Awaitable[Any]]
 
 CACHEABLE = ("server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
              "resources/read")
@@ -194,34 +194,34 @@ class Dispatcher:
         gate = self._gates.get(method)
         return gate is None or gate in self.capabilities()
 
-    async def handle(self, msg: dict[str, Any], scope: RequestScope, *, supported: bool = False) -> bytes:
+    async def handle(self, msg: dict[str, Any], req: Inbound, *, supported: bool = False) -> bytes:
         """Serve one request; always returns a serialised response (result or error).
         ``supported``: the caller already checked that the method is served on this era."""
         rid = msg["id"]
         method = msg["method"]
         params = msg.get("params") or {}
         try:
-            if not supported and not self.supports(method, scope.era):
+            if not supported and not self.supports(method, req.era):
                 raise McpError(JsonRpcErrorCode.MethodNotFound, f"Method not found: {clip(method)}")
-            check_params(method, params, scope.progress_token)
+            check_params(method, params, req.progress_token)
             if method in self._lists:
-                return await self._list(rid, method, params, scope)
-            handler = self._common.get(method) or (self._legacy if scope.era is Era.LEGACY else self._modern)[method]
-            result = await handler(self, params, scope)
-            if scope.era is Era.MODERN:
+                return await self._list(rid, method, params, req)
+            handler = self._common.get(method) or (self._legacy if req.era is Era.LEGACY else self._modern)[method]
+            result = await handler(self, params, req)
+            if req.era is Era.MODERN:
                 result = self._modern_result(method, result)
             return result_response(rid, result)
         except McpError as exc:
-            scope.error_code = exc.code
-            scope.error_data = exc.data
-            return error_response(rid, error_payload(exc, (), scope.request_id))
+            req.error_code = exc.code
+            req.error_data = exc.data
+            return error_response(rid, error_payload(exc, (), req.request_id))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             err = classify(exc)
-            scope.error_code = err.code
-            log.error("Unhandled error in %s", method, exc_info=exc, extra={"fields": {"requestId": scope.request_id}})
-            return error_response(rid, error_payload(err, (), scope.request_id))
+            req.error_code = err.code
+            log.error("Unhandled error in %s", method, exc_info=exc, extra={"fields": {"requestId": req.request_id}})
+            return error_response(rid, error_payload(err, (), req.request_id))
 
     def wire_error(self, err: McpError, contracts: Sequence[ErrorContract]) -> McpError:
         """A copy of ``err`` with the declared recovery hint filled (the original is untouched)."""
@@ -242,16 +242,16 @@ class Dispatcher:
 
     # -- lists ----------------------------------------------------------------------------------
 
-    async def _list(self, rid: Any, method: str, params: dict[str, Any], scope: RequestScope) -> bytes:
+    async def _list(self, rid: Any, method: str, params: dict[str, Any], req: Inbound) -> bytes:
         cursor = params.get("cursor")
-        key = (scope.era, method, cursor)
+        key = (req.era, method, cursor)
         dynamic = method == "resources/list" and any(t.list_call for t in self.registry.templates)
         cached = None if dynamic else self._list_cache.get(key)
         if cached is None:
             size = self.settings.list_page_size
             r = self.registry
             if method == "tools/list":
-                modern = scope.era is Era.MODERN
+                modern = req.era is Era.MODERN
                 items, nxt = page([t.to_wire(modern) for t in r.tools.values()], cursor, size)
                 result: dict[str, Any] = {"tools": list(items)}
             elif method == "prompts/list":
@@ -261,11 +261,11 @@ class Dispatcher:
                 items, nxt = page([t.template_listing() for t in r.templates], cursor, size)
                 result = {"resourceTemplates": list(items)}
             else:
-                items, nxt = page(await resource_methods.all_resources(self, scope), cursor, size)
+                items, nxt = page(await resource_methods.all_resources(self, req), cursor, size)
                 result = {"resources": list(items)}
             if nxt is not None:
                 result["nextCursor"] = nxt
-            if scope.era is Era.MODERN:
+            if req.era is Era.MODERN:
                 result = self._modern_result(method, result)
             cached = _json.dumps(result)
             if not dynamic and len(self._list_cache) < 1024:
@@ -274,7 +274,7 @@ class Dispatcher:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    async def _initialize(self, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+    async def _initialize(self, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
         version = negotiate(params.get("protocolVersion"))
         caps = _normalize_capabilities(params.get("capabilities"))
         info = params.get("clientInfo") if type(params.get("clientInfo")) is dict else None
@@ -282,10 +282,10 @@ class Dispatcher:
         if len(_json.dumps(caps)) + (len(_json.dumps(info)) if info else 0) > limit:
             raise McpError(JsonRpcErrorCode.InvalidParams, f"capabilities and clientInfo exceed {limit} bytes.",
                            {"reason": "too_large", "limit": limit})
-        scope.protocol_version = version
-        scope.client_capabilities = caps
-        scope.client_info = info
-        session = scope.session
+        req.protocol_version = version
+        req.client_capabilities = caps
+        req.client_info = info
+        session = req.session
         if session is not None:
             session.protocol_version = version
             session.client_capabilities = caps
@@ -299,23 +299,23 @@ class Dispatcher:
             result["instructions"] = self.instructions
         return result
 
-    async def _ping(self, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+    async def _ping(self, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
         return {}
 
-    async def _set_level(self, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+    async def _set_level(self, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
         raw = params.get("level")
         level = normalize_level(raw) if type(raw) is str else None
         if level is None or raw != level:
             raise McpError(JsonRpcErrorCode.InvalidParams, f"Invalid log level: {raw!r}",
                            {"supported": list(LEVELS)})
-        session = scope.session
+        session = req.session
         if session is not None:
             session.log_level = level
             await self.save_session(session)
-        scope.client_log_level = LEVELS[level]
+        req.client_log_level = LEVELS[level]
         return {}
 
-    async def _discover(self, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+    async def _discover(self, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
         result: dict[str, Any] = {"supportedVersions": list(MODERN_VERSIONS), "capabilities": self.capabilities()}
         if self.instructions:
             result["instructions"] = self.instructions
@@ -327,13 +327,13 @@ class Dispatcher:
         if self.sessions is not None:
             await self.sessions.save(session)
 
-    def check_scopes(self, required: Sequence[str], scope: RequestScope) -> None:
+    def check_scopes(self, required: Sequence[str], req: Inbound) -> None:
         """Fail closed when a definition requires scopes the caller does not hold (checked
         before its input is parsed); the client is never told which scopes were missing."""
         if not required:
             return
         try:
-            check_scopes(scope.auth, required, auth_mode=self.settings.auth_mode,
+            check_scopes(req.auth, required, auth_mode=self.settings.auth_mode,
                          disabled=self.settings.auth_disable_scope_checks)
         except McpError as exc:
             raise McpError(exc.code, exc.message, {"reason": "insufficient_scope"}) from None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..bus.base import BusEvent
-from ..context import RequestScope
+from ..context import Inbound
 from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.limits import MAX_URI
 from ..protocol.versions import META_SUBSCRIPTION_ID
@@ -57,12 +57,12 @@ def _wanted(event: BusEvent, honored: dict[str, Any]) -> bool:
     return event.get("uri") in honored.get("resourceSubscriptions", ())
 
 
-async def listen(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+async def listen(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
     honored = honored_filter(params.get("notifications"), d.capabilities(), d.settings.max_subscriptions)
-    meta = {META_SUBSCRIPTION_ID: scope.jsonrpc_id}
+    meta = {META_SUBSCRIPTION_ID: req.jsonrpc_id}
     queue: BoundedQueue[BusEvent] = BoundedQueue(d.settings.stream_queue_max)
 
-    tenant = scope.tenant_id
+    tenant = req.tenant_id
 
     def on_event(event: BusEvent) -> None:
         if _wanted(event, honored) and reaches(event, tenant):
@@ -71,9 +71,9 @@ async def listen(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> 
     unsubscribe = d.notifier.bus.subscribe(on_event)
     stop = d.closing.add_listener(lambda: queue.put_nowait(None))
     try:
-        scope.outbound.post({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+        req.outbound.post({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                              "params": {"_meta": meta, "notifications": honored}})
-        await scope.outbound.drain()
+        await req.outbound.drain()
         while True:
             event = await queue.get()
             if event is None:
@@ -82,7 +82,7 @@ async def listen(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> 
             if note is None:
                 continue
             note["params"] = {**note.get("params", {}), "_meta": meta}
-            scope.outbound.post(note)
+            req.outbound.post(note)
     finally:
         unsubscribe()
         stop()

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from ..bus.base import BusEvent, NotificationBus
-from ..context import RequestScope
+from ..context import Inbound
 from ..protocol.versions import Era
 
 __all__ = ["LIST_CHANGED", "AppNotifier", "Notifier", "notification_for", "reaches"]
@@ -45,21 +45,21 @@ def reaches(event: BusEvent, tenant: str | None) -> bool:
 
 
 class Notifier:
-    """Implements ``ctx.notify_*`` for a request scope."""
+    """Implements ``ctx.notify_*`` for a request (its Inbound)."""
 
     def __init__(self, bus: NotificationBus) -> None:
         self.bus = bus
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def __call__(self, event: dict[str, Any], scope: RequestScope) -> None:
+    def __call__(self, event: dict[str, Any], req: Inbound) -> None:
         origin = None
         if event["kind"] == "resource":
-            event = {**event, "tenant": scope.tenant_id or ""}
-        if scope.era is Era.LEGACY and scope.session is not None:
-            session = scope.session
+            event = {**event, "tenant": req.tenant_id or ""}
+        if req.era is Era.LEGACY and req.session is not None:
+            session = req.session
             note = notification_for(event)
             if note is not None and (event["kind"] != "resource" or event["uri"] in session.subscriptions):
-                scope.outbound.post(note)
+                req.outbound.post(note)
             elif event["kind"] == "resource":
                 log.debug("resource %s updated; this session is not subscribed", event["uri"])
             origin = session.id

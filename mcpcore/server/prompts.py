@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ..context import Context, RequestScope
+from ..context import Context, Inbound
 from ..context.inputs import InputRequired
 from ..errors import JsonRpcErrorCode, McpError
 from .results import classify_and_log
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["complete", "get_prompt"]
 
 
-async def get_prompt(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+async def get_prompt(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
     name = params.get("name")
     if type(name) is not str:
         raise McpError(JsonRpcErrorCode.InvalidParams, 'prompts/get needs a string "name".')
@@ -45,14 +45,14 @@ async def get_prompt(d: Dispatcher, params: dict[str, Any], scope: RequestScope)
     async def attempt() -> dict[str, Any]:
         kwargs = p.args.kwargs(validated)
         if p.args.ctx_param is not None:
-            kwargs[p.args.ctx_param] = Context(scope, operation=operation)
+            kwargs[p.args.ctx_param] = Context(req, operation=operation)
         try:
             value = await p.call(kwargs)
             messages = p.messages(value)
         except InputRequired:
             raise
         except Exception as exc:
-            err = classify_and_log(exc, operation, scope.request_id)
+            err = classify_and_log(exc, operation, req.request_id)
             raise d.wire_error(err, ()) from exc
         out: dict[str, Any] = {"messages": messages}
         if p.description:
@@ -60,12 +60,12 @@ async def get_prompt(d: Dispatcher, params: dict[str, Any], scope: RequestScope)
         return out
 
     if d.telemetry is None:
-        return await run_rounds(d, scope, operation, attempt)
-    with d.telemetry.execution(f"prompt_generation:{name}", scope, {"mcp.prompt.name": name}):
-        return await run_rounds(d, scope, operation, attempt)
+        return await run_rounds(d, req, operation, attempt)
+    with d.telemetry.execution(f"prompt_generation:{name}", req, {"mcp.prompt.name": name}):
+        return await run_rounds(d, req, operation, attempt)
 
 
-async def complete(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+async def complete(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
     ref = params.get("ref")
     argument = params.get("argument")
     if type(ref) is not dict or type(argument) is not dict or type(argument.get("name")) is not str:
@@ -105,7 +105,7 @@ async def complete(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -
                 got = await got
             values = [str(v) for v in (got or [])]
         except Exception as exc:
-            err = classify_and_log(exc, "completion", scope.request_id)
+            err = classify_and_log(exc, "completion", req.request_id)
             raise d.wire_error(err, ()) from exc
     return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ..context import Context, RequestScope
+from ..context import Context, Inbound
 from ..context.inputs import InputRequired
 from ..definitions.resources import resource_entries
 from ..errors import JsonRpcErrorCode, McpError
@@ -32,13 +32,13 @@ def not_found(uri: str, era: Era) -> McpError:
     return McpError(code, f"Resource not found: {uri}", {"uri": uri})
 
 
-async def all_resources(d: Dispatcher, scope: RequestScope) -> list[dict[str, Any]]:
+async def all_resources(d: Dispatcher, req: Inbound) -> list[dict[str, Any]]:
     items = [r.listing() for r in d.registry.resources.values() if r.listed]
     for t in d.registry.templates:
         if t.list_call is not None:
             kwargs: dict[str, Any] = {}
             if t.list_ctx_param:
-                kwargs[t.list_ctx_param] = Context(scope, operation=f"resource_list:{t.uri}")
+                kwargs[t.list_ctx_param] = Context(req, operation=f"resource_list:{t.uri}")
             for entry in resource_entries(await t.list_call(kwargs)):
                 entry.setdefault("mimeType", t.mime_type) if t.mime_type else None
                 entry.setdefault("icons", t.icons) if t.icons else None
@@ -46,13 +46,13 @@ async def all_resources(d: Dispatcher, scope: RequestScope) -> list[dict[str, An
     return items
 
 
-async def read_resource(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+async def read_resource(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
     uri = _uri(params)
     found = d.registry.find_resource(uri)
     if found is None:
-        raise not_found(uri, scope.era)
+        raise not_found(uri, req.era)
     res, variables = found
-    d.check_scopes(res.auth, scope)
+    d.check_scopes(res.auth, req)
     try:
         validated = res.args.validate(variables)
     except ValidationError as exc:
@@ -63,31 +63,31 @@ async def read_resource(d: Dispatcher, params: dict[str, Any], scope: RequestSco
     async def attempt() -> dict[str, Any]:
         kwargs = res.args.kwargs(validated)
         if res.args.ctx_param is not None:
-            kwargs[res.args.ctx_param] = Context(scope, operation=uri, errors=res.errors, uri=uri)
+            kwargs[res.args.ctx_param] = Context(req, operation=uri, errors=res.errors, uri=uri)
         try:
             value = await res.call(kwargs)
         except InputRequired:
             raise
         except Exception as exc:
-            err = classify_and_log(exc, where, scope.request_id)
+            err = classify_and_log(exc, where, req.request_id)
             raise d.wire_error(err, res.errors) from exc
         if value is None:
-            raise not_found(uri, scope.era)
+            raise not_found(uri, req.era)
         out: dict[str, Any] = {"contents": res.contents(uri, value)}
-        if scope.era is Era.MODERN and res.cache_hint is not None:
+        if req.era is Era.MODERN and res.cache_hint is not None:
             out["ttlMs"] = res.cache_hint.ttl_ms
             out["cacheScope"] = res.cache_hint.scope
         return out
 
     if d.telemetry is None:
-        return await run_rounds(d, scope, uri, attempt)
-    with d.telemetry.execution(f"resource_read:{res.name}", scope, {"mcp.resource.uri": uri}):
-        return await run_rounds(d, scope, uri, attempt)
+        return await run_rounds(d, req, uri, attempt)
+    with d.telemetry.execution(f"resource_read:{res.name}", req, {"mcp.resource.uri": uri}):
+        return await run_rounds(d, req, uri, attempt)
 
 
-async def subscribe(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+async def subscribe(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
     uri = _uri(params)
-    session = scope.session
+    session = req.session
     if session is not None and uri not in session.subscriptions:
         cap = d.settings.max_subscriptions
         if len(session.subscriptions) >= cap:
@@ -98,9 +98,9 @@ async def subscribe(d: Dispatcher, params: dict[str, Any], scope: RequestScope) 
     return {}
 
 
-async def unsubscribe(d: Dispatcher, params: dict[str, Any], scope: RequestScope) -> dict[str, Any]:
+async def unsubscribe(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
     uri = _uri(params)
-    session = scope.session
+    session = req.session
     if session is not None and uri in session.subscriptions:
         session.subscriptions.discard(uri)
         await d.save_session(session)

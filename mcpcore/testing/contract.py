@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import Settings
-from ..context import AuthInfo, ContextServices, NullOutbound, RequestScope
+from ..context import AuthInfo, ContextServices, Inbound, NullOutbound
 from ..definitions.tools import TOOL_ATTR, ToolDefinition
 from ..errors import TOOL_ERROR_META, McpError
 from ..protocol.versions import LATEST_LEGACY, MODERN_VERSIONS, Era
@@ -47,11 +47,11 @@ async def run_tool_contract(
 
     registry = Registry()
     registry.add(tool)
-    svc = services or create_mock_context()._scope.services
+    svc = services or create_mock_context()._req.services
     settings = Settings.from_env({}, auth_mode="jwt" if auth is not None else "none")
     dispatcher = Dispatcher(registry=registry, settings=settings, server_info={"name": "contract", "version": "0"},
                             instructions=None, services=svc, notifier=Notifier(LocalBus()))
-    scope = RequestScope(method="tools/call", jsonrpc_id="contract", era=Era.MODERN if modern else Era.LEGACY,
+    req = Inbound(method="tools/call", jsonrpc_id="contract", era=Era.MODERN if modern else Era.LEGACY,
                          protocol_version=MODERN_VERSIONS[0] if modern else LATEST_LEGACY, services=svc,
                          outbound=NullOutbound(), auth=auth, tenant_id=tenant_id,
                          client_capabilities=client_capabilities if client_capabilities is not None else {},
@@ -60,9 +60,9 @@ async def run_tool_contract(
     if arguments is not None:
         params["arguments"] = dict(arguments)
     try:
-        return await call_tool(dispatcher, params, scope)
+        return await call_tool(dispatcher, params, req)
     except McpError as exc:
-        return {"error": error_payload(exc, tool.errors, scope.request_id)}
+        return {"error": error_payload(exc, tool.errors, req.request_id)}
 
 
 def tool_error(result: Mapping[str, Any]) -> dict[str, Any] | None:

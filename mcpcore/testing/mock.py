@@ -7,7 +7,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ..context import AuthInfo, CancelSignal, Context, ContextServices, NullOutbound, RequestScope
+from ..context import AuthInfo, CancelSignal, Context, ContextServices, Inbound, NullOutbound
 from ..context.inputs import InputRequired, InputRequiredSpec
 from ..errors import ErrorContract
 from ..protocol.versions import LATEST_LEGACY, MODERN_VERSIONS, Era
@@ -51,7 +51,7 @@ def create_mock_context(
         caps_view = {"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}}, "roots": {}}
     notified: list[dict[str, Any]] = []
 
-    def notify(event: dict[str, Any], _scope: RequestScope) -> None:
+    def notify(event: dict[str, Any], _req: Inbound) -> None:
         notified.append(event)
         if on_notify is not None:
             on_notify(event)
@@ -63,14 +63,14 @@ def create_mock_context(
         auth_mode="jwt" if auth is not None else "none",
     )
     outbound = NullOutbound()
-    scope = RequestScope(method="tools/call", jsonrpc_id=request_id, era=Era.MODERN if modern else Era.LEGACY,
+    req = Inbound(method="tools/call", jsonrpc_id=request_id, era=Era.MODERN if modern else Era.LEGACY,
                          protocol_version=MODERN_VERSIONS[0] if modern else LATEST_LEGACY,
                          services=services, outbound=outbound, session_id=session_id,
                          client_capabilities=caps_view, client_log_level=log_level,
                          progress_token=progress_token, auth=auth, tenant_id=tenant_id,
                          _signal=signal or CancelSignal(), transport="test", input_responses=input_responses,
                          request_state=request_state)
-    ctx = MockContext(scope, operation=operation, errors=errors, uri=uri)
+    ctx = MockContext(req, operation=operation, errors=errors, uri=uri)
     ctx.posted = outbound.posted
     ctx.notified = notified
     return ctx

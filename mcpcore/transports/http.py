@@ -17,7 +17,7 @@ from typing import Any
 from .. import _json
 from ..asgi_types import Message, Receive, Scope, Send
 from ..auth import AuthError
-from ..context import AuthInfo, RequestScope
+from ..context import AuthInfo, Inbound
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import apply_envelope, check_headers
@@ -206,78 +206,78 @@ class HttpTransport:
         rid = msg["id"]
         method = msg["method"]
         params = msg.get("params") or {}
-        rscope = RequestScope(method, rid, Era.MODERN, self.rt.services, headers.auth,
+        req = Inbound(method, rid, Era.MODERN, self.rt.services, headers.auth,
                               self._tenant(headers) if headers.auth is not None or self.rt.auth is not None
                               else "default")
         if b"traceparent" in headers:
-            rscope.trace_headers = _trace(headers)
+            req.trace_headers = _trace(headers)
         try:
             meta = params.get("_meta")
             if type(meta) is not dict or META_PROTOCOL_VERSION not in meta:
                 raise McpError(JsonRpcErrorCode.InvalidParams,
                                f"Missing required _meta field: {META_PROTOCOL_VERSION}.", {"reason": "missing_meta"})
-            apply_envelope(meta, rscope)
+            apply_envelope(meta, req)
         except McpError as exc:
             if exc.code == JsonRpcErrorCode.UnsupportedProtocolVersion:
                 try:
                     check_headers(headers, msg, exc.data["requested"] if exc.data else "", None)
                 except McpError as mismatch:
                     exc = mismatch
-            await json_response(send, 400, error_response(rid, exc.to_wire(rscope.request_id)))
+            await json_response(send, 400, error_response(rid, exc.to_wire(req.request_id)))
             return
         try:
             hp = None
             if method == "tools/call" and type(params.get("name")) is str:
                 tool = self.dispatcher.registry.tools.get(params["name"])
                 hp = tool.header_params if tool is not None else None
-            check_headers(headers, msg, rscope.protocol_version, hp)
+            check_headers(headers, msg, req.protocol_version, hp)
         except McpError as exc:
-            await json_response(send, 400, error_response(rid, exc.to_wire(rscope.request_id)))
+            await json_response(send, 400, error_response(rid, exc.to_wire(req.request_id)))
             return
         if not self.dispatcher.supports(method, Era.MODERN):
             await json_response(send, 404, error_response(rid, _err(
-                JsonRpcErrorCode.MethodNotFound, f"Method not found: {method}", {"requestId": rscope.request_id})))
+                JsonRpcErrorCode.MethodNotFound, f"Method not found: {method}", {"requestId": req.request_id})))
             return
         if "inputResponses" in params:
             ir = params["inputResponses"]
-            rscope.input_responses = ir if type(ir) is dict else None
+            req.input_responses = ir if type(ir) is dict else None
         rs = params.get("requestState")
         if type(rs) is str:
-            rscope.request_state = rs
+            req.request_state = rs
         exchange = HttpExchange(send, self.keepalive_s, None, None, self.queue_max)
-        rscope.outbound = exchange
+        req.outbound = exchange
         # Closing the stream cancels the request. Watching for that needs a task, started only
         # once the handler actually waits for something: its first step runs here, and a
         # handler that finishes without suspending never pays for the watcher.
-        coro = self.dispatcher.handle(msg, rscope, supported=True)
+        coro = self.dispatcher.handle(msg, req, supported=True)
         try:
             step = coro.send(None)
         except StopIteration as done:
             body: bytes = done.value
         else:
-            finished = await _watched(coro, step, receive, rscope)
+            finished = await _watched(coro, step, receive, req)
             if finished is None:
                 exchange.abandon()
                 return
             body = finished
-        if rscope.error_code is None:
+        if req.error_code is None:
             await exchange.finish(body)
             return
-        status = _MODERN_STATUS.get(rscope.error_code, 200)  # type: ignore[call-overload]
-        override, extra = self._scope_headers(rscope)
+        status = _MODERN_STATUS.get(req.error_code, 200)  # type: ignore[call-overload]
+        override, extra = self._error_headers(req)
         await exchange.finish(body, override or status, extra)
 
     def _tenant(self, headers: RequestHeaders) -> str | None:
         """``default`` without auth; the token's ``tid`` (or none: ``ctx.state`` fails closed) with it."""
         return tenant_of(self.rt, headers.auth)
 
-    def _scope_headers(self, rscope: RequestScope) -> tuple[int | None, list[tuple[bytes, bytes]]]:
+    def _error_headers(self, req: Inbound) -> tuple[int | None, list[tuple[bytes, bytes]]]:
         """A missing scope is answered 403 with a challenge that names no scope."""
-        if rscope.error_code == JsonRpcErrorCode.Forbidden and (rscope.error_data or {}).get(
+        if req.error_code == JsonRpcErrorCode.Forbidden and (req.error_data or {}).get(
                 "reason") == "insufficient_scope":
             challenge = AuthError.insufficient_scope(()).www_authenticate(None, include_scope=False) or "Bearer"
             return 403, [(b"www-authenticate", challenge.encode())]
-        if rscope.error_code == JsonRpcErrorCode.Unauthorized:
+        if req.error_code == JsonRpcErrorCode.Unauthorized:
             return 401, [(b"www-authenticate", b'Bearer realm="mcp"')]
         return None, []
 
@@ -350,54 +350,54 @@ class HttpTransport:
             return
         record = SessionRecord(id=new_session_id(), identity=self._identity(headers)) \
             if self.mode != "stateless" else None
-        rscope = RequestScope(method="initialize", jsonrpc_id=rid, era=Era.LEGACY, services=self.rt.services,
+        req = Inbound(method="initialize", jsonrpc_id=rid, era=Era.LEGACY, services=self.rt.services,
                               session=record, auth=headers.auth, tenant_id=self._tenant(headers))
-        body = await self.dispatcher.handle(msg, rscope)
+        body = await self.dispatcher.handle(msg, req)
         extra: list[tuple[bytes, bytes]] = []
-        if record is not None and rscope.error_code is None:
+        if record is not None and req.error_code is None:
             try:
                 await self.rt.sessions.create(record)
             except SessionCapacityError as exc:
-                await json_response(send, 503, error_response(rid, exc.to_wire(rscope.request_id)))
+                await json_response(send, 503, error_response(rid, exc.to_wire(req.request_id)))
                 return
             except McpError as exc:
-                await json_response(send, 503, error_response(rid, exc.to_wire(rscope.request_id)))
+                await json_response(send, 503, error_response(rid, exc.to_wire(req.request_id)))
                 return
             extra.append((b"mcp-session-id", record.id.encode()))
         await json_response(send, 200, body, extra)
 
-    def _scope_for(self, msg: dict[str, Any], headers: RequestHeaders, record: SessionRecord | None) -> RequestScope:
+    def _inbound_for(self, msg: dict[str, Any], headers: RequestHeaders, record: SessionRecord | None) -> Inbound:
         auth = headers.auth
-        rscope = RequestScope(msg["method"], msg["id"], Era.LEGACY, self.rt.services, auth,
+        req = Inbound(msg["method"], msg["id"], Era.LEGACY, self.rt.services, auth,
                               self._tenant(headers) if auth is not None or self.rt.auth is not None else "default")
         if record is not None:
-            rscope.session = record
-            rscope.session_id = record.id
-            rscope.protocol_version = record.protocol_version
-            rscope.client_capabilities = record.client_capabilities
-            rscope.client_info = record.client_info
-            rscope.client_log_level = LEVELS[record.log_level] if record.log_level else 0
+            req.session = record
+            req.session_id = record.id
+            req.protocol_version = record.protocol_version
+            req.client_capabilities = record.client_capabilities
+            req.client_info = record.client_info
+            req.client_log_level = LEVELS[record.log_level] if record.log_level else 0
         else:
-            rscope.session_id = self._stateless_id()
-            rscope.protocol_version = (headers.text(b"mcp-protocol-version") or "2025-03-26").strip()
-            rscope.client_log_level = 0
+            req.session_id = self._stateless_id()
+            req.protocol_version = (headers.text(b"mcp-protocol-version") or "2025-03-26").strip()
+            req.client_log_level = 0
         params = msg.get("params")
         if params:
             meta = params.get("_meta")
             if type(meta) is dict:
-                rscope.meta = meta
+                req.meta = meta
                 token = meta.get("progressToken")
                 if type(token) is str or type(token) is int:
-                    rscope.progress_token = token
+                    req.progress_token = token
             ir = params.get("inputResponses")
             if type(ir) is dict:
-                rscope.input_responses = ir
+                req.input_responses = ir
             rs = params.get("requestState")
             if type(rs) is str:
-                rscope.request_state = rs
+                req.request_state = rs
         if b"traceparent" in headers:
-            rscope.trace_headers = _trace(headers)
-        return rscope
+            req.trace_headers = _trace(headers)
+        return req
 
     def _stateless_id(self) -> str | None:
         """Under ``stateless``, a fresh token per request when the app opts in to exposing it
@@ -418,29 +418,29 @@ class HttpTransport:
 
     async def _legacy_request(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any],
                               record: SessionRecord | None) -> None:
-        rscope = self._scope_for(msg, headers, record)
+        req = self._inbound_for(msg, headers, record)
         # The answer does not repeat Mcp-Session-Id: the client knows it (it sent it), and the
         # protocol asks for it only on the response to initialize.
         exchange = HttpExchange(send, self.keepalive_s, record, self, self.queue_max)
-        rscope.outbound = exchange
-        body = await self._run(msg, rscope, record.id if record is not None else None)
+        req.outbound = exchange
+        body = await self._run(msg, req, record.id if record is not None else None)
         if body is None:
             return
-        if rscope.error_code is None:
+        if req.error_code is None:
             await exchange.finish(body)
         else:
-            status, extra = self._scope_headers(rscope)
-            if rscope.error_code == JsonRpcErrorCode.ServiceUnavailable:
+            status, extra = self._error_headers(req)
+            if req.error_code == JsonRpcErrorCode.ServiceUnavailable:
                 status = 503
             await exchange.finish(body, status or 200, extra)
         if record is not None:
             self.rt.live.forget_if_idle(record.id)
 
-    async def _run(self, msg: dict[str, Any], rscope: RequestScope, session_id: str | None) -> bytes | None:
+    async def _run(self, msg: dict[str, Any], req: Inbound, session_id: str | None) -> bytes | None:
         """Dispatch with cancellation by ``notifications/cancelled`` on the session."""
         # The first step runs here: a handler that finishes without waiting could not have been
         # cancelled, so only one that suspends is registered as in flight.
-        coro = self.dispatcher.handle(msg, rscope)
+        coro = self.dispatcher.handle(msg, req)
         try:
             step = coro.send(None)
         except StopIteration as done:
@@ -448,7 +448,7 @@ class HttpTransport:
             return result
         rid = msg["id"]
         task = asyncio.current_task()
-        entry = InFlight(task, rscope)
+        entry = InFlight(task, req)
         live = self.rt.live.get(session_id) if session_id is not None else None
         if live is not None:
             live.inflight[rid] = entry
@@ -457,7 +457,7 @@ class HttpTransport:
         except asyncio.CancelledError:
             if entry.cancelled and task is not None and task.uncancel() == 0:
                 return error_response(rid, _err(JsonRpcErrorCode.RequestCancelled, "Request cancelled.",
-                                                {"requestId": rscope.request_id}))
+                                                {"requestId": req.request_id}))
             raise
         finally:
             if live is not None and live.inflight.get(rid) is entry:
@@ -546,9 +546,9 @@ class HttpTransport:
         session_id = record.id if record is not None else None
 
         async def one(m: dict[str, Any]) -> bytes | None:
-            rscope = self._scope_for(m, headers, record)
-            rscope.outbound = exchange
-            return await self._run(m, rscope, session_id)
+            req = self._inbound_for(m, headers, record)
+            req.outbound = exchange
+            return await self._run(m, req, session_id)
 
         results = await asyncio.gather(*(one(m) for m in requests))
         parts = bounded_batch(errors, list(zip(requests, results, strict=True)),
@@ -827,11 +827,11 @@ async def _until_disconnect(receive: Receive) -> None:
 
 
 async def _watched(coro: Coroutine[Any, Any, bytes], step: Any, receive: Receive,
-                   rscope: RequestScope) -> bytes | None:
+                   req: Inbound) -> bytes | None:
     """Finish ``coro``, suspended at ``step``, while watching the request stream: ``None`` when
     the client closed it (the handler is cancelled)."""
     owner = asyncio.current_task()
-    entry = InFlight(owner, rscope)
+    entry = InFlight(owner, req)
     watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, entry))
     try:
         return await _resume(coro, step)

@@ -18,19 +18,19 @@ __all__ = ["InFlight", "Live", "LiveSessions"]
 @dataclass(slots=True, eq=False)
 class InFlight:
     task: asyncio.Task[Any] | None
-    scope: Any
+    req: Any
     cancelled: bool = False
 
     @property
     def signal(self) -> CancelSignal:
-        sig: CancelSignal = self.scope.signal
+        sig: CancelSignal = self.req.signal
         return sig
 
     def cancel(self, reason: str | None) -> None:
         if self.cancelled:
             return
         self.cancelled = True
-        self.scope.signal.abort(reason)
+        self.req.signal.abort(reason)
         if self.task is not None and not self.task.done():
             self.task.cancel()
 

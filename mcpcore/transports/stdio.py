@@ -16,7 +16,7 @@ import sys
 from typing import Any, Protocol
 
 from .. import _json
-from ..context import AuthInfo, RequestScope
+from ..context import AuthInfo, Inbound
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import read_envelope
@@ -187,40 +187,40 @@ class MessagePump:
         rid = msg["id"]
         params = msg.get("params") or {}
         meta = params.get("_meta") if type(params.get("_meta")) is dict else None
-        rscope = RequestScope(method=msg["method"], jsonrpc_id=rid, services=self.rt.services, auth=self.auth,
+        req = Inbound(method=msg["method"], jsonrpc_id=rid, services=self.rt.services, auth=self.auth,
                               tenant_id=self.tenant_id, transport=self.origin, outbound=_Out(self), meta=meta)
         if meta is not None and META_PROTOCOL_VERSION in meta:
             try:
                 env = read_envelope(params)
             except McpError as exc:
-                self.writer.put(error_response(rid, exc.to_wire(rscope.request_id)))
+                self.writer.put(error_response(rid, exc.to_wire(req.request_id)))
                 return
-            rscope.era = Era.MODERN
-            rscope.protocol_version = env.version
-            rscope.client_capabilities = env.capabilities
-            rscope.client_info = env.client_info
-            rscope.client_log_level = env.log_level
-            rscope.progress_token = env.progress_token
+            req.era = Era.MODERN
+            req.protocol_version = env.version
+            req.client_capabilities = env.capabilities
+            req.client_info = env.client_info
+            req.client_log_level = env.log_level
+            req.progress_token = env.progress_token
         else:
             if msg["method"] == "initialize":
                 self.session = SessionRecord(id=self.origin, identity=identity_of(self.auth))
             s = self.session
-            rscope.session = s
-            rscope.protocol_version = s.protocol_version if s else "2025-03-26"
-            rscope.client_capabilities = s.client_capabilities if s else None
-            rscope.client_info = s.client_info if s else None
-            rscope.client_log_level = LEVELS[s.log_level] if s and s.log_level else 0
+            req.session = s
+            req.protocol_version = s.protocol_version if s else "2025-03-26"
+            req.client_capabilities = s.client_capabilities if s else None
+            req.client_info = s.client_info if s else None
+            req.client_log_level = LEVELS[s.log_level] if s and s.log_level else 0
             token = meta.get("progressToken") if meta else None
-            rscope.progress_token = token if type(token) in (str, int) else None
+            req.progress_token = token if type(token) in (str, int) else None
         ir = params.get("inputResponses")
-        rscope.input_responses = ir if type(ir) is dict else None
+        req.input_responses = ir if type(ir) is dict else None
         rs = params.get("requestState")
-        rscope.request_state = rs if type(rs) is str else None
+        req.request_state = rs if type(rs) is str else None
         task = asyncio.current_task()
-        entry = InFlight(task, rscope)
+        entry = InFlight(task, req)
         self.inflight[rid] = entry
         try:
-            body = await self.rt.dispatcher.handle(msg, rscope)
+            body = await self.rt.dispatcher.handle(msg, req)
         except asyncio.CancelledError:
             if entry.cancelled and task is not None and task.uncancel() == 0:
                 return

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mcpcore.auth import check_scopes, has_scopes
-from mcpcore.context import AuthInfo, RequestScope
+from mcpcore.context import AuthInfo, Inbound
 from mcpcore.errors import McpError
 from mcpcore.testing import create_mock_context
 
@@ -73,13 +73,13 @@ class Services:
 
 
 def test_handler_form_reads_the_mode_from_services() -> None:
-    on = RequestScope(services=Services("oauth"))  # type: ignore[arg-type]
+    on = Inbound(services=Services("oauth"))  # type: ignore[arg-type]
     e = code_of(lambda: check_scopes(on, ["files:read"]))
     assert e.code == -32006
     on.auth = READER
     check_scopes(on, ["files:read"])
     assert code_of(lambda: check_scopes(on, ["files:write"])).code == -32005
-    off = RequestScope(services=Services("oauth", scope_checks_disabled=True))  # type: ignore[arg-type]
+    off = Inbound(services=Services("oauth", scope_checks_disabled=True))  # type: ignore[arg-type]
     check_scopes(off, ["files:write"])
-    none = RequestScope(services=Services("none"))  # type: ignore[arg-type]
+    none = Inbound(services=Services("none"))  # type: ignore[arg-type]
     check_scopes(none, ["files:write"])

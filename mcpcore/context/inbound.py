@@ -1,4 +1,4 @@
-"""The raw parts of one request, filled by the transport and read by ``Context``."""
+"""The raw parts of one request (its Inbound), filled by the transport and read by ``Context``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .signal import CancelSignal
 if TYPE_CHECKING:
     from ..storage.service import StateService
 
-__all__ = ["AuthInfo", "ContextServices", "RequestScope", "new_request_token"]
+__all__ = ["AuthInfo", "ContextServices", "Inbound", "new_request_token"]
 
 _ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
@@ -44,7 +44,7 @@ class AuthInfo:
         return self.subject
 
 
-def _no_notify(event: dict[str, Any], scope: RequestScope) -> None:
+def _no_notify(event: dict[str, Any], req: Inbound) -> None:
     return None
 
 
@@ -54,7 +54,7 @@ class ContextServices:
 
     state: StateService | None = None
     log_floor: int = 20
-    notify: Callable[[dict[str, Any], RequestScope], None] = _no_notify
+    notify: Callable[[dict[str, Any], Inbound], None] = _no_notify
     session_mode: str = "auto"
     auth_mode: str = "none"
     scope_checks_disabled: bool = False
@@ -64,7 +64,7 @@ _DEFAULT_SERVICES = ContextServices()
 _NULL_OUTBOUND: Outbound = DiscardOutbound()
 
 
-class RequestScope:
+class Inbound:
     """Everything about one request that a handler's context needs.
 
     Built for every request, so it is a plain object: the constructor stores only the fields
@@ -114,7 +114,7 @@ class RequestScope:
             self.__dict__.update(fields)
 
     def __repr__(self) -> str:
-        return f"RequestScope(method={self.method!r}, jsonrpc_id={self.jsonrpc_id!r}, era={self.era.value})"
+        return f"Inbound(method={self.method!r}, jsonrpc_id={self.jsonrpc_id!r}, era={self.era.value})"
 
     @property
     def signal(self) -> CancelSignal:
