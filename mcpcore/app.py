@@ -167,7 +167,7 @@ class McpApp:
         self.dispatcher.telemetry = self.telemetry
         self._guard = OriginGuard(self.settings.allowed_origins, self.settings.allowed_hosts)
         self._http: HttpTransport | None = None
-        self._legacy_sse: Any = None
+        self._http_sse: Any = None
         self._started = False
         self._draining = False
         self._start_lock: asyncio.Lock | None = None
@@ -402,11 +402,11 @@ class McpApp:
                 path = path[len(root):]
             if path == self.path or (root and path in ("", "/")):
                 await http(scope, receive, send)
-            elif self.settings.legacy_sse and path in ("/sse", "/messages"):
-                if self._legacy_sse is None:
-                    from .transports.legacy_sse import LegacySseTransport
-                    self._legacy_sse = LegacySseTransport(self._runtime())
-                await self._legacy_sse(scope, receive, send, path)
+            elif self.settings.http_sse and path in ("/sse", "/messages"):
+                if self._http_sse is None:
+                    from .transports.http_sse import HttpSseTransport
+                    self._http_sse = HttpSseTransport(self._runtime())
+                await self._http_sse(scope, receive, send, path)
             else:
                 await self._side_route(scope, send, path, root)
         elif kind == "lifespan":

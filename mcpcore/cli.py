@@ -64,7 +64,7 @@ def serving_line(app: Any, transport: str, host: str = "", port: int = 0) -> str
         return (f"mcpcore listening on {url} (HTTP; an ASGI app, its MCP endpoint is where it mounts the McpApp; "
                 "Ctrl+C to quit)")
     base = endpoint_url(None, host, port)
-    extra = f", and HTTP+SSE (2024-11-05) at {base}/sse" if app.settings.legacy_sse else ""
+    extra = f", and HTTP+SSE (2024-11-05) at {base}/sse" if app.settings.http_sse else ""
     return f"mcpcore listening on {url} (MCP over Streamable HTTP{extra}; Ctrl+C to quit)"
 
 

@@ -20,7 +20,7 @@ def client(app: object, host: str = "127.0.0.1") -> httpx.AsyncClient:
 
 
 async def test_every_route_refuses_or_is_public_by_design() -> None:
-    app = example_app(auth_mode="jwt", auth_secret_key=SECRET, legacy_sse=True)
+    app = example_app(auth_mode="jwt", auth_secret_key=SECRET, http_sse=True)
     transports = (app.path, "/sse", "/messages")
     side = app.side_routes()
     assert set(side) >= {"/healthz", "/readyz", "/", "/.well-known/mcp.json",

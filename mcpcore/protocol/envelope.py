@@ -6,7 +6,6 @@ import base64
 import binascii
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import JsonRpcErrorCode, McpError
@@ -19,23 +18,11 @@ from .versions import (
     MODERN_VERSIONS,
 )
 
-__all__ = ["Envelope", "EnvelopeTarget", "apply_envelope", "check_headers", "decode_header_value", "read_envelope"]
+__all__ = ["EnvelopeTarget", "apply_envelope", "check_headers", "decode_header_value"]
 
 _B64 = re.compile(r"^=\?base64\?([A-Za-z0-9+/=]*)\?=$")
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 _MODERN = frozenset(MODERN_VERSIONS)
-
-
-@dataclass(slots=True)
-class Envelope:
-    """What a modern request says about itself."""
-
-    version: str
-    capabilities: dict[str, Any]
-    client_info: dict[str, Any] | None
-    log_level: int | None
-    progress_token: str | int | None
-    traceparent: str | None
 
 
 def _missing(what: str) -> McpError:
@@ -86,25 +73,6 @@ def apply_envelope(meta: Any, target: EnvelopeTarget) -> None:
     target.client_capabilities = caps
     target.client_info = info
     target.meta = meta
-
-
-def read_envelope(params: Mapping[str, Any] | None) -> Envelope:
-    """Validate the envelope; raises ``-32602`` (missing/malformed) or ``-32022`` (version)."""
-    meta = params.get("_meta") if params is not None else None
-    found = _Found()
-    apply_envelope(meta, found)
-    tp = meta.get("traceparent") if type(meta) is dict else None
-    return Envelope(found.protocol_version, found.client_capabilities or {}, found.client_info,
-                    found.client_log_level, found.progress_token, tp if type(tp) is str else None)
-
-
-class _Found:
-    protocol_version = ""
-    client_capabilities: dict[str, Any] | None = None
-    client_info: dict[str, Any] | None = None
-    client_log_level: int | None = None
-    progress_token: str | int | None = None
-    meta: dict[str, Any] | None = None
 
 
 def decode_header_value(raw: str) -> str:

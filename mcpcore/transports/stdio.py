@@ -18,15 +18,15 @@ from typing import Any, Protocol
 from .. import _json
 from ..context import AuthInfo, Inbound
 from ..errors import JsonRpcErrorCode, McpError
-from ..logs import LEVELS
-from ..protocol.envelope import read_envelope
-from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, request_message, settle, too_deep
-from ..protocol.versions import META_PROTOCOL_VERSION, Era, supports_batches
+from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, too_deep
+from ..protocol.versions import META_PROTOCOL_VERSION, supports_batches
 from ..runtime import Runtime
 from ..server.notify import notification_for, reaches
 from ..sessions.base import SessionRecord
 from .authn import identity_of
-from .live import InFlight
+from .inflight import ask_client, deliver, run_tracked
+from .intake import Refused, modern_inbound, session_inbound
+from .live import Live
 
 __all__ = ["MessagePump", "StdioTransport"]
 
@@ -105,7 +105,10 @@ class _Out:
 
 
 class MessagePump:
-    """One connection's messages in, its responses and notifications out through ``writer``."""
+    """One connection's messages in, its responses and notifications out through ``writer``.
+
+    Requests get their Inbound from the intake and run through the shared in-flight handling
+    (:mod:`.inflight`), as over HTTP; what is left here is the connection's framing."""
 
     def __init__(self, rt: Runtime, writer: Channel, origin: str = "stdio", *, auth: AuthInfo | None = None,
                  tenant_id: str | None = "default") -> None:
@@ -115,18 +118,16 @@ class MessagePump:
         self.auth = auth
         self.tenant_id = tenant_id
         self.session: SessionRecord | None = None
-        self.inflight: dict[Any, InFlight] = {}
-        self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self._ids = 0
+        self.live = Live(origin)
         self._tasks: set[asyncio.Task[None]] = set()
         self._unsubscribe = rt.bus.subscribe(self._on_event)
 
     async def close(self, reason: str) -> None:
         """Stop: cancel what runs, fail what waits on the client, wait for the tasks."""
         self._unsubscribe()
-        for entry in list(self.inflight.values()):
+        for entry in list(self.live.inflight.values()):
             entry.cancel(reason)
-        for fut in self.pending.values():
+        for fut in self.live.pending.values():
             if not fut.done():
                 fut.set_exception(McpError(JsonRpcErrorCode.InvalidRequest, "The connection closed."))
         if self._tasks:
@@ -178,85 +179,33 @@ class MessagePump:
                 task = asyncio.get_running_loop().create_task(self._request(m))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
-            elif kind == "notification":
-                self._notification(m)
-            else:
-                self._response(m)
+            else:  # a notification (only notifications/cancelled matters here) or the client's answer
+                deliver(self.live, m)
 
     async def _request(self, msg: dict[str, Any]) -> None:
-        rid = msg["id"]
         params = msg.get("params") or {}
-        meta = params.get("_meta") if type(params.get("_meta")) is dict else None
-        req = Inbound(method=msg["method"], jsonrpc_id=rid, services=self.rt.services, auth=self.auth,
-                              tenant_id=self.tenant_id, transport=self.origin, outbound=_Out(self), meta=meta)
-        if meta is not None and META_PROTOCOL_VERSION in meta:
-            try:
-                env = read_envelope(params)
-            except McpError as exc:
-                self.writer.put(error_response(rid, exc.to_wire(req.request_id)))
+        meta = params.get("_meta")
+        services = self.rt.services
+        if type(meta) is dict and META_PROTOCOL_VERSION in meta:
+            req = modern_inbound(msg, services, self.auth, self.tenant_id, self.origin)
+            if type(req) is Refused:
+                self.writer.put(error_response(msg["id"], req.error.to_wire(req.request_id)))
                 return
-            req.era = Era.MODERN
-            req.protocol_version = env.version
-            req.client_capabilities = env.capabilities
-            req.client_info = env.client_info
-            req.client_log_level = env.log_level
-            req.progress_token = env.progress_token
+            assert isinstance(req, Inbound)
         else:
             if msg["method"] == "initialize":
                 self.session = SessionRecord(id=self.origin, identity=identity_of(self.auth))
-            s = self.session
-            req.session = s
-            req.protocol_version = s.protocol_version if s else "2025-03-26"
-            req.client_capabilities = s.client_capabilities if s else None
-            req.client_info = s.client_info if s else None
-            req.client_log_level = LEVELS[s.log_level] if s and s.log_level else 0
-            token = meta.get("progressToken") if meta else None
-            req.progress_token = token if type(token) in (str, int) else None
-        ir = params.get("inputResponses")
-        req.input_responses = ir if type(ir) is dict else None
-        rs = params.get("requestState")
-        req.request_state = rs if type(rs) is str else None
-        task = asyncio.current_task()
-        entry = InFlight(task, req)
-        self.inflight[rid] = entry
-        try:
-            body = await self.rt.dispatcher.handle(msg, req)
-        except asyncio.CancelledError:
-            if entry.cancelled and task is not None and task.uncancel() == 0:
-                return
-            raise
-        finally:
-            if self.inflight.get(rid) is entry:
-                del self.inflight[rid]
-        self.writer.put(body)
-
-    def _notification(self, msg: dict[str, Any]) -> None:
-        if msg["method"] == "notifications/cancelled":
-            params = msg.get("params") or {}
-            entry = self.inflight.get(params.get("requestId"))
-            if entry is not None:
-                reason = params.get("reason")
-                entry.cancel(reason if type(reason) is str else "cancelled by the client")
-
-    def _response(self, msg: dict[str, Any]) -> None:
-        fut = self.pending.get(str(msg["id"]))
-        if fut is None or fut.done():
-            return
-        settle(fut, msg)
+            req = session_inbound(msg, services, self.auth, self.tenant_id, self.session, transport=self.origin)
+            req.session = self.session
+        req.outbound = _Out(self)
+        body = await run_tracked(self.rt.dispatcher.handle(msg, req), req, self.live)
+        if body is not None:  # a cancelled request is not answered
+            self.writer.put(body)
 
     async def client_request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        self._ids += 1
-        rid = f"srv-{self._ids}"
-        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self.pending[rid] = fut
-        message = request_message(rid, method, params)
-        self.writer.put(_json.dumps(message))
-        try:
-            return await asyncio.wait_for(fut, self.rt.settings.client_request_timeout_ms / 1000)
-        except TimeoutError:
-            raise McpError(JsonRpcErrorCode.Timeout, f"The client did not answer {method} in time.") from None
-        finally:
-            self.pending.pop(rid, None)
+        """Send a request to the client and wait for its answer."""
+        return await ask_client(self.live, lambda m: self.writer.put(_json.dumps(m)), self.writer.drain, method,
+                                params, self.rt.settings.client_request_timeout_ms / 1000)
 
 
 class StdioTransport:

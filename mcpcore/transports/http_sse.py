@@ -27,7 +27,7 @@ from .guard import BodyTooLarge, OriginGuard, accepts, read_body
 from .sse import SseWriter, event
 from .stdio import MessagePump
 
-__all__ = ["LegacySseTransport"]
+__all__ = ["HttpSseTransport"]
 
 log = logging.getLogger("mcpcore.transport")
 
@@ -69,7 +69,7 @@ class _Connection:
         self.identity = identity
 
 
-class LegacySseTransport:
+class HttpSseTransport:
     """Serves ``GET /sse`` and ``POST /messages``.
 
     Both routes pass the same door as ``/mcp``: Host/Origin guard, authentication (a stream is

@@ -1,0 +1,72 @@
+"""A 2026-07-28 POST: the per-request envelope, its header mirror, no session.
+
+Closing the response stream cancels the request (watched only once the handler waits)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...asgi_types import Receive, Send
+from ...context import Inbound
+from ...errors import JsonRpcErrorCode, McpError
+from ...protocol.envelope import check_headers
+from ...protocol.jsonrpc import error_response
+from ...protocol.versions import Era
+from ..authn import tenant_of
+from ..exchange import HttpExchange, json_response
+from ..inflight import run_watched
+from ..intake import Refused, modern_inbound
+from .wire import HttpContext, RequestHeaders, error_object, http_status, trace
+
+__all__ = ["ModernPost"]
+
+
+class ModernPost:
+    """Serves one 2026-07-28 request."""
+
+    def __init__(self, ctx: HttpContext) -> None:
+        self.ctx = ctx
+        self.dispatcher = ctx.dispatcher
+
+    async def __call__(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any]) -> None:
+        ctx = self.ctx
+        rid = msg["id"]
+        method = msg["method"]
+        params = msg.get("params") or {}
+        req = modern_inbound(msg, ctx.rt.services, headers.auth, tenant_of(ctx.rt, headers.auth))
+        if type(req) is Refused:
+            exc = req.error
+            if exc.code == JsonRpcErrorCode.UnsupportedProtocolVersion:
+                try:  # a header that contradicts the body is the more precise answer
+                    check_headers(headers, msg, exc.data["requested"] if exc.data else "", None)
+                except McpError as mismatch:
+                    exc = mismatch
+            await json_response(send, 400, error_response(rid, exc.to_wire(req.request_id)))
+            return
+        assert isinstance(req, Inbound)
+        if b"traceparent" in headers:
+            req.trace_headers = trace(headers)
+        try:
+            hp = None
+            if method == "tools/call" and type(params.get("name")) is str:
+                tool = self.dispatcher.registry.tools.get(params["name"])
+                hp = tool.header_params if tool is not None else None
+            check_headers(headers, msg, req.protocol_version, hp)
+        except McpError as exc:
+            await json_response(send, 400, error_response(rid, exc.to_wire(req.request_id)))
+            return
+        if not self.dispatcher.supports(method, Era.MODERN):
+            await json_response(send, 404, error_response(rid, error_object(
+                JsonRpcErrorCode.MethodNotFound, f"Method not found: {method[:100]}", {"requestId": req.request_id})))
+            return
+        exchange = HttpExchange(send, ctx.keepalive_s, None, None, ctx.queue_max)
+        req.outbound = exchange
+        body = await run_watched(self.dispatcher.handle(msg, req, supported=True), req, receive)
+        if body is None:
+            exchange.abandon()
+            return
+        if req.error_code is None:
+            await exchange.finish(body)
+            return
+        status, extra = http_status(req)
+        await exchange.finish(body, status, extra)

@@ -1,0 +1,128 @@
+"""What every part of the HTTP transport shares: the request's headers, the app-wide
+constants, JSON-RPC error answers and the one table of HTTP statuses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...asgi_types import Message, Receive, Send
+from ...auth import AuthError
+from ...context import AuthInfo, Inbound
+from ...errors import JsonRpcErrorCode
+from ...protocol.jsonrpc import error_response
+from ...protocol.versions import MODERN_VERSIONS, SUPPORTED_VERSIONS, Era
+from ...runtime import Runtime
+from ...server.dispatcher import Dispatcher
+from ..exchange import json_response
+
+__all__ = ["ACCEPT_BOTH", "MODERN_VERSION_BYTES", "HttpContext", "RequestHeaders", "accepted", "error", "error_object",
+           "http_status", "replay", "trace"]
+
+MODERN_VERSION_BYTES = frozenset(v.encode() for v in MODERN_VERSIONS)
+SUPPORTED_VERSION_BYTES = frozenset(v.encode() for v in SUPPORTED_VERSIONS)
+ACCEPT_BOTH = frozenset({b"application/json, text/event-stream", b"application/json,text/event-stream",
+                         b"text/event-stream, application/json", b"text/event-stream,application/json"})
+
+
+class RequestHeaders(dict[bytes, bytes]):
+    """The request's headers as the ASGI server sent them (lower-cased names, raw values; the
+    last of a repeated header), decoded only where read, and the identity its token proved.
+
+    Kept as bytes because decoding every header of every request costs more than the rest of
+    the request's header handling together."""
+
+    auth: AuthInfo | None = None
+
+    def text(self, name: bytes) -> str | None:
+        """The header's value as text (latin-1, as HTTP defines it), or ``None``."""
+        value = self.get(name)
+        return value.decode("latin-1") if value is not None else None
+
+    def version_ok(self) -> bool:
+        """Whether ``MCP-Protocol-Version`` is absent or names a revision this server speaks."""
+        pv = self.get(b"mcp-protocol-version")
+        return pv is None or pv in SUPPORTED_VERSION_BYTES or pv.strip() in SUPPORTED_VERSION_BYTES
+
+
+@dataclass(slots=True, eq=False)
+class HttpContext:
+    """The app-wide parts and constants every part of the HTTP transport reads."""
+
+    rt: Runtime
+    dispatcher: Dispatcher
+    mode: str
+    keepalive_s: float
+    queue_max: int
+
+
+def error_object(code: int, message: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A JSON-RPC error object (``data`` left out when empty)."""
+    e: dict[str, Any] = {"code": code, "message": message}
+    if data:
+        e["data"] = data
+    return e
+
+
+async def error(send: Send, status: int, code: int, message: str, rid: Any = None,
+                headers: list[tuple[bytes, bytes]] | None = None, data: dict[str, Any] | None = None) -> None:
+    """Answer with a JSON-RPC error and ``status``."""
+    await json_response(send, status, error_response(rid, error_object(code, message, data)), headers)
+
+
+# The status of an answer whose JSON-RPC error the dispatcher reported on the Inbound: the one
+# place where an error code becomes an HTTP status. Codes not listed are answered 200.
+_MODERN_STATUS = {
+    JsonRpcErrorCode.MethodNotFound: 404,
+    JsonRpcErrorCode.HeaderMismatch: 400,
+    JsonRpcErrorCode.MissingRequiredClientCapability: 400,
+    JsonRpcErrorCode.UnsupportedProtocolVersion: 400,
+}
+_SESSION_STATUS = {JsonRpcErrorCode.ServiceUnavailable: 503}
+_UNAUTHORIZED = [(b"www-authenticate", b'Bearer realm="mcp"')]
+
+
+def http_status(req: Inbound) -> tuple[int, list[tuple[bytes, bytes]]]:
+    """``(status, extra headers)`` of the answer to ``req`` (200 and none when it succeeded).
+
+    A missing scope is 403 with a challenge naming no scope, an unusable token 401; on
+    2026-07-28 an unknown method is 404 and the revision's header and capability errors 400;
+    on a 2025 session an unreachable store is 503."""
+    code = req.error_code
+    if code is None:
+        return 200, []
+    if code == JsonRpcErrorCode.Forbidden and (req.error_data or {}).get("reason") == "insufficient_scope":
+        challenge = AuthError.insufficient_scope(()).www_authenticate(None, include_scope=False) or "Bearer"
+        return 403, [(b"www-authenticate", challenge.encode())]
+    if code == JsonRpcErrorCode.Unauthorized:
+        return 401, _UNAUTHORIZED
+    table = _MODERN_STATUS if req.era is Era.MODERN else _SESSION_STATUS
+    return table.get(code, 200), []  # type: ignore[call-overload]
+
+
+async def accepted(send: Send) -> None:
+    """``202 Accepted`` with no body (a notification or a client's answer)."""
+    await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def replay(first: Message, receive: Receive) -> Receive:
+    """``receive`` with ``first``, already taken, given back first."""
+    pending: list[Message] = [first]
+
+    async def again() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return again
+
+
+def trace(headers: RequestHeaders) -> dict[str, str] | None:
+    """The W3C trace context the request carries."""
+    tp = headers.text(b"traceparent")
+    if tp is None:
+        return None
+    out = {"traceparent": tp}
+    state = headers.text(b"tracestate")
+    if state is not None:
+        out["tracestate"] = state
+    return out

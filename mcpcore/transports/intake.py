@@ -1,0 +1,96 @@
+"""One intake: the :class:`~mcpcore.context.Inbound` of a request, for every era and transport.
+
+A transport reads its framing (HTTP headers and body, a stdin line, an SSE connection's POST),
+then asks here for the request's Inbound. What the request says about itself is copied in one
+way for everyone: the 2026-07-28 envelope from ``params._meta`` (:func:`modern_inbound`), the
+2025 session's record or the sessionless defaults (:func:`session_inbound`), and the fields both
+eras share (``inputResponses``, ``requestState``, the progress token). A malformed envelope is
+returned as a value, so each transport answers it its own way (a 400 over HTTP, a line on
+stdout).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..context import AuthInfo, ContextServices, Inbound
+from ..errors import JsonRpcErrorCode, McpError
+from ..logs import LEVELS
+from ..protocol.envelope import apply_envelope
+from ..protocol.versions import META_PROTOCOL_VERSION, Era
+from ..sessions.base import SessionRecord
+
+__all__ = ["Refused", "modern_inbound", "session_inbound"]
+
+DEFAULT_LEGACY_VERSION = "2025-03-26"
+"""The revision of a sessionless 2025-era request that names none."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A request the intake cannot take: the error to answer, and the request id it quotes."""
+
+    error: McpError
+    request_id: str
+
+
+def _shared(req: Inbound, params: dict[str, Any]) -> None:
+    ir = params.get("inputResponses")
+    if type(ir) is dict:
+        req.input_responses = ir
+    rs = params.get("requestState")
+    if type(rs) is str:
+        req.request_state = rs
+
+
+def modern_inbound(msg: dict[str, Any], services: ContextServices, auth: AuthInfo | None, tenant_id: str | None,
+                   transport: str = "http") -> Inbound | Refused:
+    """A 2026-07-28 request's Inbound, from its envelope; :class:`Refused` when the envelope is
+    missing or malformed (``-32602``) or names an unknown revision (``-32022``)."""
+    params = msg.get("params") or {}
+    req = Inbound(msg["method"], msg["id"], Era.MODERN, services, auth, tenant_id)
+    if transport != "http":
+        req.transport = transport
+    meta = params.get("_meta")
+    if type(meta) is not dict or META_PROTOCOL_VERSION not in meta:
+        return Refused(McpError(JsonRpcErrorCode.InvalidParams,
+                                f"Missing required _meta field: {META_PROTOCOL_VERSION}.", {"reason": "missing_meta"}),
+                       req.request_id)
+    try:
+        apply_envelope(meta, req)
+    except McpError as exc:
+        return Refused(exc, req.request_id)
+    _shared(req, params)
+    return req
+
+
+def session_inbound(msg: dict[str, Any], services: ContextServices, auth: AuthInfo | None, tenant_id: str | None,
+                    record: SessionRecord | None, *, version: str | None = None, session_id: str | None = None,
+                    transport: str = "http") -> Inbound:
+    """A 2025-era request's Inbound: what its session recorded at ``initialize`` or, with no
+    session, the revision it names (``version``) and the id it is given (``session_id``)."""
+    req = Inbound(msg["method"], msg["id"], Era.LEGACY, services, auth, tenant_id)
+    if transport != "http":
+        req.transport = transport
+    if record is not None:
+        req.session = record
+        req.session_id = record.id if transport == "http" else None
+        req.protocol_version = record.protocol_version
+        req.client_capabilities = record.client_capabilities
+        req.client_info = record.client_info
+        req.client_log_level = LEVELS[record.log_level] if record.log_level else 0
+    else:
+        req.session_id = session_id
+        req.protocol_version = version or DEFAULT_LEGACY_VERSION
+        req.client_log_level = 0
+    params = msg.get("params")
+    if params:
+        meta = params.get("_meta")
+        if type(meta) is dict:
+            req.meta = meta
+            token = meta.get("progressToken")
+            if type(token) is str or type(token) is int:
+                req.progress_token = token
+        _shared(req, params)
+    return req
