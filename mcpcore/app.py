@@ -5,19 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from . import _json
 from ._version import __version__
-from .asgi_types import Message, Receive, Scope, Send
-from .auth import PRM_CACHE_CONTROL, create_authenticator, metadata_routes, protected_resource_metadata
-from .bus.memory import LocalBus
+from .asgi_types import Receive, Scope, Send
+from .auth import create_authenticator
 from .config import SessionMode, Settings
 from .context import ContextServices
 from .definitions.resources import CacheHint, build_resource
-from .errors import ConfigurationError
 from .extensions.negotiation import check_extensions
 from .logs import LEVELS
 from .runtime import Runtime
@@ -25,15 +21,12 @@ from .security.sealing import RequestStateSealer
 from .server.dispatcher import Dispatcher
 from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
-from .server.registry import Registry as _Registry
-from .sessions.events import MemoryEventBuffer
-from .sessions.memory import MemorySessionStore
-from .sessions.streams import MemoryStreamSlots
-from .storage.memory import MemoryStorage
+from .serving import connection_close, serve
+from .side_routes import SideRoutes
 from .storage.service import CursorSigner, StateService
-from .transports.guard import OriginGuard, valid_host
 from .transports.http import HttpTransport, deliver_route
 from .transports.live import LiveSessions
+from .wiring import Stores, state_provider, uses_request_input
 
 __all__ = ["McpApp"]
 
@@ -118,36 +111,13 @@ class McpApp:
         self._setup = setup
         self._storage_given = storage
         self.live = LiveSessions()
-        self.redis: Any = None
         s = self.settings
-        if s.session_store == "redis":
-            self.redis = _redis_client(s)
-            from .bus.redis import RedisBus
-            from .sessions.redis import RedisSessionStore
-            from .sessions.redis_events import RedisEventBuffer
-
-            self.bus: Any = RedisBus(self.redis)
-            self.sessions: Any = RedisSessionStore(self.redis, idle_ms=s.session_idle_ms, max_sessions=s.max_sessions,
-                                                     max_per_identity=s.max_sessions_per_identity)
-            self.events: Any = RedisEventBuffer(self.redis, max_events=s.resumability_max_events,
-                                                ttl_ms=s.resumability_ttl_ms, max_bytes=s.resumability_max_bytes) \
-                if s.resumability else None
-        else:
-            self.bus = LocalBus()
-            self.sessions = MemorySessionStore(idle_ms=s.session_idle_ms, max_sessions=s.max_sessions,
-                                               max_per_identity=s.max_sessions_per_identity,
-                                               is_busy=self.live.is_busy)
-            self.events = MemoryEventBuffer(s.resumability_max_events, s.resumability_ttl_ms,
-                                            max_bytes=s.resumability_max_bytes,
-                                            max_total_bytes=s.resumability_max_total_bytes) \
-                if s.resumability else None
-        if s.session_store == "redis":
-            from .sessions.streams import RedisStreamSlots
-            self.stream_slots: Any = RedisStreamSlots(self.redis, s.max_streams_per_session,
-                                                      lease_ms=int(3000 * max(10.0, self._sweep_period())))
-        else:
-            self.stream_slots = MemoryStreamSlots(s.max_streams_per_session)
-        self.sessions.on_evict = self._evicted
+        self.stores = Stores(s, self.live, self._sweep_period())
+        self.redis = self.stores.redis
+        self.bus = self.stores.bus
+        self.sessions = self.stores.sessions
+        self.events = self.stores.events
+        self.stream_slots = self.stores.stream_slots
         self.notifier = Notifier(self.bus)
         self.notify = AppNotifier(self.notifier)
         self.services = ContextServices(log_floor=LEVELS[s.log_level], notify=self.notifier, auth_mode=s.auth_mode,
@@ -165,7 +135,7 @@ class McpApp:
             from .extensions.skills import serve_skills
             self.skills = serve_skills(self, skills)
         self.dispatcher.telemetry = self.telemetry
-        self._guard = OriginGuard(self.settings.allowed_origins, self.settings.allowed_hosts)
+        self._side = SideRoutes(self)
         self._http: HttpTransport | None = None
         self._http_sse: Any = None
         self._started = False
@@ -212,23 +182,7 @@ class McpApp:
 
         if isinstance(given, Telemetry):
             return given
-        return Telemetry(sessions_active=self._sessions_active)
-
-    def _sessions_active(self) -> int:
-        """For ``mcp.sessions.active``: the sessions in this process's memory store; with Redis,
-        the sessions this instance is serving now (an open stream or a request in flight), so
-        the instances' values add up without counting the shared store once per instance."""
-        if isinstance(self.sessions, MemorySessionStore):
-            return len(self.sessions)
-        return len(self.live)
-
-    def _evicted(self, session_id: str) -> None:
-        # The session was deleted or evicted, here or (as the bus said) on another instance: end
-        # the streams this instance holds for it, and drop an in-process event buffer (a shared
-        # one was dropped by whoever ended the session, in the same write).
-        self.live.release(session_id)
-        if isinstance(self.events, MemoryEventBuffer):
-            self.events.release_nowait(session_id)
+        return Telemetry(sessions_active=self.stores.sessions_active)
 
     def remove_tool(self, name: str) -> bool:
         """Unregister a tool; clients are not told (call ``app.notify.tools_changed()``)."""
@@ -242,28 +196,19 @@ class McpApp:
             self._mode = self.settings.resolve_session_mode(self.session_mode_decl)
         return self._mode
 
-    def _storage(self) -> Any:
-        if self._storage_given is not None:
-            return self._storage_given
-        kind = self.settings.storage_provider
-        if kind == "in-memory":
-            return MemoryStorage(max_entries=self.settings.storage_max_entries)
-        from .storage.factory import create_provider
-        return create_provider(self.settings)
-
     async def startup(self, *, transport: str = "http") -> None:
         """Open stores and start background work (idempotent). Run by the ASGI lifespan."""
         if self._started:
             return
         if transport == "http":
             self.services.session_mode = self.session_mode
-        if self.dispatcher.sealer is None and _uses_request_input(self.registry):
+        if self.dispatcher.sealer is None and uses_request_input(self.registry):
             log.warning("MCP_REQUEST_STATE_KEY is unset: request state that definitions hand to ctx.request_input "
                         "travels unsigned, and any client can forge it")
         exit_stack = contextlib.AsyncExitStack()
         await exit_stack.__aenter__()
         try:
-            provider = self._storage()
+            provider = state_provider(self.settings, self._storage_given)
             if self._storage_given is None:
                 exit_stack.push_async_callback(provider.close)
             try:
@@ -272,18 +217,10 @@ class McpApp:
                 log.error("ctx.state storage is unreachable at startup: %s", getattr(exc, "message", exc))
             signer = CursorSigner.from_settings(self.settings.storage_cursor_key, self.settings.request_state_key)
             self.services.state = StateService(provider, signer, self.telemetry)
-            if self.redis is not None:
-                exit_stack.push_async_callback(self.redis.aclose)
-                exit_stack.callback(self.stream_slots.close)  # runs first: streams ending now touch Redis no more
             if self.authenticator is not None:
                 await self.authenticator.start()
                 exit_stack.push_async_callback(self.authenticator.close)
-            await self.bus.start()
-            exit_stack.push_async_callback(self.bus.close)
-            self.bus.subscribe(self._on_route)
-            attach = getattr(self.sessions, "attach", None)
-            if attach is not None:  # the Redis store caches records, kept coherent over the bus
-                exit_stack.callback(attach(self.bus))
+            await self.stores.open(exit_stack, self._on_route)
             self.dispatcher.closing.reset()
             sweeper = asyncio.get_running_loop().create_task(self._sweep())
             exit_stack.callback(sweeper.cancel)
@@ -314,12 +251,7 @@ class McpApp:
 
         if self.services.state is not None:
             await probe("state", self.services.state.provider.ping)
-        ping = getattr(self.sessions, "ping", None)
-        if ping is not None:
-            await probe("sessions", ping)
-        connected = getattr(self.bus, "connected", None)
-        if connected is not None:
-            checks["bus"] = "ok" if connected.is_set() else "not connected"
+        await self.stores.probe(probe, checks)
         if not self._started:
             checks["app"] = "not started"
         return all(v == "ok" for v in checks.values()), checks
@@ -352,15 +284,10 @@ class McpApp:
 
     async def _sweep(self) -> None:
         period = self._sweep_period()
-        keep_alive = getattr(self.sessions, "keep_alive", None)
         while True:
             await asyncio.sleep(period)
             try:
-                await self.stream_slots.renew()
-                await self.sessions.sweep()
-                if keep_alive is not None:
-                    for sid in await keep_alive(self.live.busy_ids()):
-                        self._evicted(sid)
+                await self.stores.sweep()
             except Exception:
                 log.warning("session sweep failed", exc_info=True)
 
@@ -390,7 +317,7 @@ class McpApp:
         kind = scope["type"]
         if kind == "http":
             if self._draining:
-                send = _closing(send)
+                send = connection_close(send)
             if not self._started:
                 await self._ensure_started()
             http = self._http
@@ -408,91 +335,22 @@ class McpApp:
                     self._http_sse = HttpSseTransport(self._runtime())
                 await self._http_sse(scope, receive, send, path)
             else:
-                await self._side_route(scope, send, path, root)
+                await self._side(scope, send, path, root)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1008})
 
     def side_routes(self, *, mounted: bool = False) -> dict[str, str]:
-        """The paths served beside the MCP transports (GET and HEAD), each with why it is public:
-        none of them reads a token, so none reveals more than an unauthenticated caller may know.
-        ``mounted``: as served under a host app's prefix."""
-        routes = {"/healthz": "liveness probe", "/readyz": "readiness probe (part names and states only)"}
-        if self.authenticator is not None:
-            for path in metadata_routes(self.settings, self.path):
-                routes[path] = "RFC 9728 protected-resource metadata (clients read it before they have a token)"
-        if self.landing if self.landing is not None else not mounted:
-            routes["/"] = "landing page (with auth on: no definitions listed)"
-            routes["/.well-known/mcp.json"] = "server card (with auth on: no definitions listed)"
-        return routes
-
-    async def _side_route(self, scope: Scope, send: Send, path: str, root: str) -> None:
-        method = scope["method"]
-        if path not in self.side_routes(mounted=bool(root)):
-            await _plain_json(send, 404, {"error": "not found"})
-            return
-        if method not in ("GET", "HEAD"):
-            await _plain_json(send, 405, {"error": "method not allowed"}, [(b"allow", b"GET, HEAD")])
-            return
-        host = origin = None
-        for k, v in scope["headers"]:
-            if k == b"host":
-                host = v
-            elif k == b"origin":
-                origin = v
-        reason = self._guard.check(scope, host, origin)
-        if reason is not None:
-            log.warning("refused request: %s", reason)
-            await _plain_json(send, 403, {"error": f"forbidden: {reason}"})
-            return
-        if method == "HEAD":
-            send = _headers_only(send)
-        if path == "/healthz":
-            await _plain_json(send, 200, {"status": "ok"})
-        elif path == "/readyz":
-            ready, checks = await self.readiness()
-            await _plain_json(send, 200 if ready else 503, {"status": "ready" if ready else "unavailable",
-                                                            "checks": checks})
-        elif path in ("/", "/.well-known/mcp.json"):
-            await self._describe(scope, send, path)
-        else:
-            await self._protected_resource_metadata(scope, send)
-
-    async def _describe(self, scope: Scope, send: Send, path: str) -> None:
-        from .landing import landing_page, server_card
-
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        base = f"{scope.get('scheme', 'http')}://{_host(scope, headers)}{scope.get('root_path', '')}"
-        if path == "/":
-            body = landing_page(self, base).encode()
-            h = [(b"content-type", b"text/html; charset=utf-8"),
-                 (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'"),
-                 (b"x-content-type-options", b"nosniff")]
-        else:
-            body = _json.dumps(server_card(self, base))
-            h = [(b"content-type", b"application/json"), (b"cache-control", b"public, max-age=300")]
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [*h, (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
-
-    async def _protected_resource_metadata(self, scope: Scope, send: Send) -> None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        base = f"{scope.get('scheme', 'http')}://{_host(scope, headers)}{scope.get('root_path', '')}"
-        defs: list[Any] = [*self.registry.tools.values(), *self.registry.resources.values(), *self.registry.templates]
-        scopes = sorted({s for d in defs for s in d.auth})
-        doc = protected_resource_metadata(self.settings, base, scopes, endpoint_path=self.path)
-        body = _json.dumps(doc)
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-            (b"cache-control", PRM_CACHE_CONTROL.encode())]})
-        await send({"type": "http.response.body", "body": body})
+        """The paths served beside the MCP transports (GET and HEAD), each with why it is public
+        (see :class:`~mcpcore.side_routes.SideRoutes`). ``mounted``: as served under a prefix."""
+        return self._side.routes(mounted=mounted)
 
     def _runtime(self) -> Runtime:
         return Runtime(settings=self.settings, dispatcher=self.dispatcher, services=self.services,
                        notifier=self.notifier, bus=self.bus, sessions=self.sessions, live=self.live,
                        session_mode=self.session_mode, server_info=self.server_info, events=self.events,
-                       shared=self.redis is not None, auth=self.authenticator,
+                       shared=self.stores.shared, auth=self.authenticator,
                        expose_stateless_session_id=self.expose_stateless_session_id,
                        stream_slots=self.stream_slots)
 
@@ -531,75 +389,5 @@ class McpApp:
 
     def run(self, transport: str | None = None, *, host: str | None = None, port: int | None = None) -> None:
         """Serve until interrupted: HTTP with uvicorn, or stdio."""
-        from .cli import serve
-
         serve(self, transport or self.settings.transport, host=host or self.settings.http_host,
               port=port if port is not None else self.settings.http_port)
-
-
-def _closing(send: Send) -> Send:
-    async def closing_send(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
-        await send(message)
-    return closing_send
-
-
-async def _plain_json(send: Send, status: int, obj: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = _json.dumps(obj)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *(extra or ())]})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _headers_only(send: Send) -> Send:
-    """``send`` for a HEAD request: the GET's status and headers, no body."""
-    async def head_send(message: Message) -> None:
-        if message["type"] == "http.response.body":
-            message = {"type": "http.response.body", "body": b""}
-        await send(message)
-    return head_send
-
-
-def _host(scope: Scope, headers: Mapping[str, str]) -> str:
-    """The Host to build absolute URLs from: the header when well-formed (the guard already
-    refused a disallowed one), else the address the server is bound to."""
-    host = headers.get("host")
-    if host is not None and valid_host(host):
-        return host
-    server = scope.get("server")
-    return f"{server[0]}:{server[1]}" if server else "localhost"
-
-
-def _code_names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
-
-
-def _uses_request_input(registry: _Registry) -> bool:
-    """Whether any definition's function refers to ``request_input`` (a cheap static check)."""
-    defs: list[Any] = [*registry.tools.values(), *registry.prompts.values(), *registry.resources.values(),
-                       *registry.templates]
-    fns = [d.fn for d in defs]
-    for fn in fns:
-        code = getattr(fn, "__code__", None)
-        if code is not None and "request_input" in _code_names(code):
-            return True
-    return False
-
-
-def _redis_client(settings: Settings) -> Any:
-    """The app's Redis client (a lazily connecting pool it owns and closes)."""
-    if not settings.redis_url:
-        raise ConfigurationError("MCP_SESSION_STORE=redis needs REDIS_URL (e.g. redis://127.0.0.1:6379/0)")
-    try:
-        import redis.asyncio as redis_asyncio
-    except ImportError as exc:
-        raise ConfigurationError("MCP_SESSION_STORE=redis needs the redis package: pip install 'mcpcore[redis]'") \
-            from exc
-    return redis_asyncio.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=2,
-                                  health_check_interval=15)

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
-import logging
 import os
 import sys
 from typing import Any
 
 from ._version import __version__
-from .config import Settings
 from .errors import ConfigurationError
-from .logs import configure_logging
+from .serving import endpoint_url, serve, serving_line, settings_of
 
 __all__ = ["endpoint_url", "lint_command", "load_app", "main", "serve", "serving_line"]
-
-log = logging.getLogger("mcpcore.cli")
 
 
 def load_app(target: str) -> Any:
@@ -34,144 +29,6 @@ def load_app(target: str) -> Any:
         if obj is None:
             raise ConfigurationError(f"{target!r}: {module_name} has no attribute {attr or 'app'!r}")
     return obj
-
-
-def _settings(app: Any) -> Settings:
-    """The app's own settings, or the environment's for any other ASGI app (a FastAPI app that
-    mounts an McpApp, say)."""
-    own = getattr(app, "settings", None)
-    return own if isinstance(own, Settings) else Settings.from_env()
-
-
-def _is_mcp_app(app: Any) -> bool:
-    from .app import McpApp
-
-    return isinstance(app, McpApp)
-
-
-def endpoint_url(app: Any, host: str, port: int) -> str:
-    """Where a client connects: the McpApp's endpoint, or the base URL of any other ASGI app."""
-    base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
-    return base + app.path if _is_mcp_app(app) else base
-
-
-def serving_line(app: Any, transport: str, host: str = "", port: int = 0) -> str:
-    """The one line ``mcpcore run`` logs once it serves: the endpoint URL and the transport."""
-    if transport == "stdio":
-        return "mcpcore listening on stdio (JSON-RPC lines on stdin and stdout; logs on stderr)"
-    url = endpoint_url(app, host, port)
-    if not _is_mcp_app(app):
-        return (f"mcpcore listening on {url} (HTTP; an ASGI app, its MCP endpoint is where it mounts the McpApp; "
-                "Ctrl+C to quit)")
-    base = endpoint_url(None, host, port)
-    extra = f", and HTTP+SSE (2024-11-05) at {base}/sse" if app.settings.http_sse else ""
-    return f"mcpcore listening on {url} (MCP over Streamable HTTP{extra}; Ctrl+C to quit)"
-
-
-def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, reload: bool = False,
-          target: str | None = None) -> None:
-    """Serve ``app`` over stdio or HTTP (uvicorn with uvloop and httptools).
-
-    ``app`` is an McpApp or any ASGI app; stdio needs an McpApp.
-    """
-    settings = _settings(app)
-    if transport == "stdio":
-        if not _is_mcp_app(app):
-            raise ConfigurationError(f"stdio serves an McpApp, not a {type(app).__name__}")
-        configure_logging(settings.log_level)
-        log.info(serving_line(app, "stdio"), extra={"fields": {"transport": "stdio"}})
-        try:
-            asyncio.run(app.serve_stdio())
-        except KeyboardInterrupt:
-            pass
-        return
-    import uvicorn
-
-    configure_logging(settings.log_level)
-    if _is_mcp_app(app):
-        _ = app.session_mode  # a contradictory session configuration fails here, before binding
-    options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False,
-                               "lifespan": "on", "timeout_graceful_shutdown": 5}
-    try:
-        import uvloop  # noqa: F401
-        options["loop"] = "uvloop"
-    except ImportError:
-        pass
-    try:
-        import httptools  # noqa: F401
-        options["http"] = "httptools"
-    except ImportError:
-        pass
-    if (workers > 1 or reload) and target is not None:
-        _announce(app, host, port)
-        uvicorn.run(target, workers=workers, reload=reload, **options)
-        return
-    server = _draining_server_class()(uvicorn.Config(app, **options))
-    server.mcp_app = app if _is_mcp_app(app) else None
-    server.served_app = app
-    server.run()
-
-
-def _announce(app: Any, host: str, port: int) -> None:
-    log.info(serving_line(app, "http", host, port),
-             extra={"fields": {"url": endpoint_url(app, host, port), "transport": "http"}})
-
-
-def _draining_server_class() -> Any:
-    import uvicorn
-
-    class DrainingServer(uvicorn.Server):
-        """uvicorn that, on SIGTERM/SIGINT, first ends the app's long-lived streams so the
-        graceful shutdown finishes in-flight requests instead of waiting on idle streams."""
-
-        mcp_app: Any = None
-        served_app: Any = None
-
-        async def startup(self, sockets: Any = None) -> None:
-            await super().startup(sockets=sockets)
-            if self.started:  # bound: say where, with the port the OS gave for --port 0
-                for listener in self.servers:
-                    for sock in listener.sockets:
-                        address = sock.getsockname()
-                        if isinstance(address, tuple):
-                            _announce(self.served_app, address[0], address[1])
-                            return
-
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            if self.mcp_app is not None and not self.should_exit:
-                try:
-                    asyncio.get_event_loop().call_soon_threadsafe(self.mcp_app.begin_drain)
-                except RuntimeError:
-                    pass
-            super().handle_exit(sig, frame)
-
-        async def shutdown(self, sockets: Any = None) -> None:
-            if self.mcp_app is not None:
-                for listener in self.servers:
-                    listener.close()
-                for sock in sockets or []:
-                    sock.close()
-                self.mcp_app.end_keep_alive()
-                await _quiesce(self.server_state)
-            await super().shutdown(sockets=sockets)
-
-    return DrainingServer
-
-
-async def _quiesce(state: Any, quiet: float = 0.1, limit: float = 1.5) -> None:
-    """Wait, at most ``limit`` seconds, until no request has started for ``quiet`` seconds.
-
-    The listener is closed and every response now says ``Connection: close``, so busy clients
-    leave on their next response; only then are the remaining idle keep-alive connections
-    closed, which a client could otherwise be writing a request into at that very moment."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-    seen = state.total_requests
-    while loop.time() < deadline and state.connections:
-        await asyncio.sleep(quiet)
-        if state.total_requests == seen:
-            return
-        seen = state.total_requests
 
 
 def lint_command(target: str, *, output_format: str = "text", portability: str = "standard",
@@ -237,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                             ignore=args.ignore)
     try:
         app = load_app(args.target)
-        settings = _settings(app)
+        settings = settings_of(app)
         transport = args.transport or settings.transport
         serve(app, transport, host=args.host or settings.http_host,
               port=args.port if args.port is not None else settings.http_port,

@@ -110,7 +110,7 @@ async def test_sessions_active_counts_the_memory_store_or_what_this_instance_ser
     await memory.startup()
     try:
         async with McpTestClient(memory), McpTestClient(memory):
-            assert memory._sessions_active() == 2
+            assert memory.stores.sessions_active() == 2
     finally:
         await memory.shutdown()
     shared = McpApp("t", "1", tools=[traced], settings=Settings.from_env(
@@ -118,8 +118,8 @@ async def test_sessions_active_counts_the_memory_store_or_what_this_instance_ser
     await shared.startup()
     try:
         async with McpTestClient(shared) as c:
-            assert shared._sessions_active() == 0  # stored in Redis, nothing open here
+            assert shared.stores.sessions_active() == 0  # stored in Redis, nothing open here
             async with c.http.stream("GET", c.url, headers={**c.headers(), "accept": "text/event-stream"}):
-                assert shared._sessions_active() == 1
+                assert shared.stores.sessions_active() == 1
     finally:
         await shared.shutdown()

@@ -1,0 +1,136 @@
+"""The routes an app serves beside its MCP transports: probes, the protected-resource metadata,
+the landing page and the server card. Each is public by design (none reads a token), answers
+GET and HEAD, and passes the same Host/Origin guard as ``/mcp``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from . import _json
+from .asgi_types import Message, Scope, Send
+from .auth import PRM_CACHE_CONTROL, metadata_routes, protected_resource_metadata
+from .transports.guard import OriginGuard, valid_host
+
+if TYPE_CHECKING:
+    from .app import McpApp
+
+__all__ = ["SideRoutes", "plain_json"]
+
+log = logging.getLogger("mcpcore.app")
+
+
+class SideRoutes:
+    """Serves an app's side routes (see :meth:`routes`)."""
+
+    def __init__(self, app: McpApp) -> None:
+        self.app = app
+        self.guard = OriginGuard(app.settings.allowed_origins, app.settings.allowed_hosts)
+
+    def routes(self, *, mounted: bool = False) -> dict[str, str]:
+        """The paths served, each with why it is public: none of them reads a token, so none
+        reveals more than an unauthenticated caller may know. ``mounted``: as served under a
+        host app's prefix."""
+        app = self.app
+        routes = {"/healthz": "liveness probe", "/readyz": "readiness probe (part names and states only)"}
+        if app.authenticator is not None:
+            for path in metadata_routes(app.settings, app.path):
+                routes[path] = "RFC 9728 protected-resource metadata (clients read it before they have a token)"
+        if app.landing if app.landing is not None else not mounted:
+            routes["/"] = "landing page (with auth on: no definitions listed)"
+            routes["/.well-known/mcp.json"] = "server card (with auth on: no definitions listed)"
+        return routes
+
+    async def __call__(self, scope: Scope, send: Send, path: str, root: str) -> None:
+        method = scope["method"]
+        if path not in self.routes(mounted=bool(root)):
+            await plain_json(send, 404, {"error": "not found"})
+            return
+        if method not in ("GET", "HEAD"):
+            await plain_json(send, 405, {"error": "method not allowed"}, [(b"allow", b"GET, HEAD")])
+            return
+        host = origin = None
+        for k, v in scope["headers"]:
+            if k == b"host":
+                host = v
+            elif k == b"origin":
+                origin = v
+        reason = self.guard.check(scope, host, origin)
+        if reason is not None:
+            log.warning("refused request: %s", reason)
+            await plain_json(send, 403, {"error": f"forbidden: {reason}"})
+            return
+        if method == "HEAD":
+            send = _headers_only(send)
+        if path == "/healthz":
+            await plain_json(send, 200, {"status": "ok"})
+        elif path == "/readyz":
+            ready, checks = await self.app.readiness()
+            await plain_json(send, 200 if ready else 503, {"status": "ready" if ready else "unavailable",
+                                                           "checks": checks})
+        elif path in ("/", "/.well-known/mcp.json"):
+            await self._describe(scope, send, path)
+        else:
+            await self._protected_resource_metadata(scope, send)
+
+    async def _describe(self, scope: Scope, send: Send, path: str) -> None:
+        from .landing import landing_page, server_card
+
+        base = _base(scope)
+        if path == "/":
+            body = landing_page(self.app, base).encode()
+            h = [(b"content-type", b"text/html; charset=utf-8"),
+                 (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'"),
+                 (b"x-content-type-options", b"nosniff")]
+        else:
+            body = _json.dumps(server_card(self.app, base))
+            h = [(b"content-type", b"application/json"), (b"cache-control", b"public, max-age=300")]
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [*h, (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _protected_resource_metadata(self, scope: Scope, send: Send) -> None:
+        app = self.app
+        r = app.registry
+        defs: list[Any] = [*r.tools.values(), *r.resources.values(), *r.templates]
+        scopes = sorted({s for d in defs for s in d.auth})
+        doc = protected_resource_metadata(app.settings, _base(scope), scopes, endpoint_path=app.path)
+        body = _json.dumps(doc)
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            (b"cache-control", PRM_CACHE_CONTROL.encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+async def plain_json(send: Send, status: int, obj: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    """A JSON response that is not JSON-RPC (probes, 404s)."""
+    body = _json.dumps(obj)
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *(extra or ())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _headers_only(send: Send) -> Send:
+    """``send`` for a HEAD request: the GET's status and headers, no body."""
+    async def head_send(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            message = {"type": "http.response.body", "body": b""}
+        await send(message)
+    return head_send
+
+
+def _base(scope: Scope) -> str:
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    return f"{scope.get('scheme', 'http')}://{_host(scope, headers)}{scope.get('root_path', '')}"
+
+
+def _host(scope: Scope, headers: Mapping[str, str]) -> str:
+    """The Host to build absolute URLs from: the header when well-formed (the guard already
+    refused a disallowed one), else the address the server is bound to."""
+    host = headers.get("host")
+    if host is not None and valid_host(host):
+        return host
+    server = scope.get("server")
+    return f"{server[0]}:{server[1]}" if server else "localhost"

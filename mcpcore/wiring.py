@@ -1,0 +1,165 @@
+"""The stores an app runs on, chosen once from the settings: in this process's memory, or
+shared by every instance through Redis (``MCP_SESSION_STORE``).
+
+:class:`Stores` is the only place that knows which kind it built; everything else reaches the
+session store, the event buffer, the notification bus and the stream slots through their
+Protocols (:class:`~mcpcore.sessions.base.SessionStore`, :class:`~mcpcore.sessions.events.EventBuffer`,
+:class:`~mcpcore.bus.base.NotificationBus`, :class:`~mcpcore.sessions.streams.StreamSlots`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import types
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .bus.base import NotificationBus
+from .bus.memory import LocalBus
+from .config import Settings
+from .errors import ConfigurationError
+from .server.registry import Registry
+from .sessions.base import SessionStore
+from .sessions.events import EventBuffer, MemoryEventBuffer
+from .sessions.memory import MemorySessionStore
+from .sessions.streams import MemoryStreamSlots, StreamSlots
+from .storage.base import StorageProvider
+from .storage.memory import MemoryStorage
+from .transports.live import LiveSessions
+
+__all__ = ["Stores", "redis_client", "state_provider", "uses_request_input"]
+
+log = logging.getLogger("mcpcore.app")
+
+
+class Stores:
+    """Sessions, the resumable event buffer, the bus and the stream slots of one app.
+
+    ``shared`` says whether they live in Redis (every instance sees every session) or in this
+    process. ``on_session_gone`` ends what this process holds for a session deleted or evicted
+    here or, as the bus says, on another instance."""
+
+    def __init__(self, settings: Settings, live: LiveSessions, sweep_period: float) -> None:
+        s = settings
+        self.live = live
+        self.shared = s.session_store == "redis"
+        self.redis: Any = None
+        self.bus: NotificationBus
+        self.sessions: SessionStore
+        self.events: EventBuffer | None
+        self.stream_slots: StreamSlots
+        self._memory_events: MemoryEventBuffer | None = None
+        self._memory_sessions: MemorySessionStore | None = None
+        self._redis_sessions: Any = None
+        if self.shared:
+            self.redis = redis_client(s)
+            from .bus.redis import RedisBus
+            from .sessions.redis import RedisSessionStore
+            from .sessions.redis_events import RedisEventBuffer
+            from .sessions.streams import RedisStreamSlots
+
+            self.bus = RedisBus(self.redis)
+            self._redis_sessions = self.sessions = RedisSessionStore(
+                self.redis, idle_ms=s.session_idle_ms, max_sessions=s.max_sessions,
+                max_per_identity=s.max_sessions_per_identity)
+            self.events = RedisEventBuffer(self.redis, max_events=s.resumability_max_events,
+                                           ttl_ms=s.resumability_ttl_ms, max_bytes=s.resumability_max_bytes) \
+                if s.resumability else None
+            self.stream_slots = RedisStreamSlots(self.redis, s.max_streams_per_session,
+                                                 lease_ms=int(3000 * max(10.0, sweep_period)))
+        else:
+            self.bus = LocalBus()
+            self._memory_sessions = self.sessions = MemorySessionStore(
+                idle_ms=s.session_idle_ms, max_sessions=s.max_sessions, max_per_identity=s.max_sessions_per_identity,
+                is_busy=live.is_busy)
+            self._memory_events = self.events = MemoryEventBuffer(
+                s.resumability_max_events, s.resumability_ttl_ms, max_bytes=s.resumability_max_bytes,
+                max_total_bytes=s.resumability_max_total_bytes) if s.resumability else None
+            self.stream_slots = MemoryStreamSlots(s.max_streams_per_session)
+        self.sessions.on_evict = self.on_session_gone
+
+    def on_session_gone(self, session_id: str) -> None:
+        """End the streams this process holds for the session, and drop an in-process event
+        buffer (a shared one was dropped by whoever ended the session, in the same write)."""
+        self.live.release(session_id)
+        if self._memory_events is not None:
+            self._memory_events.release_nowait(session_id)
+
+    def sessions_active(self) -> int:
+        """For ``mcp.sessions.active``: the sessions in this process's memory store; with Redis,
+        the sessions this instance is serving now (an open stream or a request in flight), so
+        the instances' values add up without counting the shared store once per instance."""
+        if self._memory_sessions is not None:
+            return len(self._memory_sessions)
+        return len(self.live)
+
+    async def open(self, stack: contextlib.AsyncExitStack, on_route: Callable[[dict[str, Any]], None]) -> None:
+        """Start the bus (``on_route`` gets its events) and keep shared caches coherent;
+        ``stack`` closes what this opened, in reverse."""
+        if self.redis is not None:
+            stack.push_async_callback(self.redis.aclose)
+            stack.callback(self.stream_slots.close)  # runs first: streams ending now touch Redis no more
+        await self.bus.start()
+        stack.push_async_callback(self.bus.close)
+        self.bus.subscribe(on_route)
+        if self._redis_sessions is not None:  # the Redis store caches records, kept coherent over the bus
+            stack.callback(self._redis_sessions.attach(self.bus))
+
+    async def sweep(self) -> None:
+        """Periodic upkeep: renew stream leases, drop expired sessions, slide the expiry of the
+        sessions this instance is serving (ending those that vanished unannounced)."""
+        await self.stream_slots.renew()
+        await self.sessions.sweep()
+        if self._redis_sessions is not None:
+            for sid in await self._redis_sessions.keep_alive(self.live.busy_ids()):
+                self.on_session_gone(sid)
+
+    async def probe(self, check: Callable[[str, Callable[[], Awaitable[None]]], Awaitable[None]],
+                    checks: dict[str, str]) -> None:
+        """Add the session store's and the bus's readiness to ``checks``."""
+        if self._redis_sessions is not None:
+            await check("sessions", self._redis_sessions.ping)
+            checks["bus"] = "ok" if self.bus.connected.is_set() else "not connected"  # type: ignore[attr-defined]
+
+
+def redis_client(settings: Settings) -> Any:
+    """The app's Redis client (a lazily connecting pool it owns and closes)."""
+    if not settings.redis_url:
+        raise ConfigurationError("MCP_SESSION_STORE=redis needs REDIS_URL (e.g. redis://127.0.0.1:6379/0)")
+    try:
+        import redis.asyncio as redis_asyncio
+    except ImportError as exc:
+        raise ConfigurationError("MCP_SESSION_STORE=redis needs the redis package: pip install 'mcpcore[redis]'") \
+            from exc
+    return redis_asyncio.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=2,
+                                  health_check_interval=15)
+
+
+def state_provider(settings: Settings, given: StorageProvider | None) -> StorageProvider:
+    """The ``ctx.state`` provider: the app's own, else the one ``STORAGE_PROVIDER_TYPE`` names."""
+    if given is not None:
+        return given
+    if settings.storage_provider == "in-memory":
+        return MemoryStorage(max_entries=settings.storage_max_entries)
+    from .storage.factory import create_provider
+    return create_provider(settings)
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def uses_request_input(registry: Registry) -> bool:
+    """Whether any definition's function refers to ``request_input`` (a cheap static check)."""
+    defs: list[Any] = [*registry.tools.values(), *registry.prompts.values(), *registry.resources.values(),
+                       *registry.templates]
+    for d in defs:
+        code = getattr(d.fn, "__code__", None)
+        if code is not None and "request_input" in _code_names(code):
+            return True
+    return False
