@@ -14,8 +14,8 @@ from .auth import create_authenticator
 from .config import SessionMode, Settings
 from .context import ContextServices
 from .definitions.resources import CacheHint, build_resource
-from .extensions.negotiation import check_extensions
 from .logs import LEVELS
+from .protocol.extensions import check_extensions
 from .runtime import Runtime
 from .security.sealing import RequestStateSealer
 from .server.dispatcher import Dispatcher

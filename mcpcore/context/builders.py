@@ -73,7 +73,7 @@ def elicitation_schema(schema: type[BaseModel] | Mapping[str, Any]) -> dict[str,
         TypeError: a field is nested, a union, or otherwise not expressible.
     """
     if isinstance(schema, type) and issubclass(schema, BaseModel):
-        from ..definitions.schema import json_schema
+        from ..jsonschema import json_schema
 
         raw = json_schema(schema)
         defs = raw.get("$defs", {})

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import ErrorContract, JsonRpcErrorCode, McpError
-from ..extensions.negotiation import client_extension, client_extensions
+from ..protocol.extensions import client_extension, client_extensions
 from ..protocol.versions import Era
 from .enrich import ContentCollect, Enrich
 from .inbound import AuthInfo, Inbound, new_request_token

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .negotiation import APP_MIME_TYPE, APPS, SKILLS, check_extensions, client_extension, client_extensions
+from ..protocol.extensions import APP_MIME_TYPE, APPS, SKILLS, check_extensions, client_extension, client_extensions
 
 __all__ = ["APPS", "APP_MIME_TYPE", "SKILLS", "App", "Csp", "Skills", "check_extensions", "client_extension",
            "client_extensions", "supports_apps"]

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
-from .negotiation import APP_MIME_TYPE, APPS, client_extension
+from ..protocol.extensions import APP_MIME_TYPE, APPS, client_extension
 
 if TYPE_CHECKING:
     from ..context import Context

@@ -30,9 +30,9 @@ from ..definitions.resources import CacheHint, ResourceDefinition
 from ..definitions.schema import args_plan
 from ..definitions.uritemplate import UriTemplate
 from ..errors import ConfigurationError, JsonRpcErrorCode, McpError
-from ..server.pagination import page
+from ..protocol.extensions import SKILLS
+from ..protocol.pagination import page
 from .frontmatter import FrontmatterError, parse_frontmatter
-from .negotiation import SKILLS
 
 if TYPE_CHECKING:
     from ..app import McpApp

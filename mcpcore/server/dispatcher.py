@@ -17,10 +17,11 @@ from ..config import Settings
 from ..context import ContextServices, Inbound
 from ..definitions.resources import CacheHint
 from ..errors import ErrorContract, JsonRpcErrorCode, McpError, classify
-from ..extensions.negotiation import APP_MIME_TYPE, APPS
 from ..logs import LEVELS, normalize_level
+from ..protocol.extensions import APP_MIME_TYPE, APPS
 from ..protocol.jsonrpc import error_response, result_response
 from ..protocol.limits import check_params, clip
+from ..protocol.pagination import page
 from ..protocol.versions import (
     META_SERVER_INFO,
     MODERN_VERSIONS,
@@ -33,7 +34,6 @@ from . import resources as resource_methods
 from .closing import Closing
 from .listen import listen
 from .notify import Notifier
-from .pagination import page
 from .registry import Registry
 from .results import error_payload
 from .tools import call_tool

@@ -22,100 +22,24 @@ claim files orphaned by a crashed process are swept by ``list`` once they are an
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
-import string
-import struct
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import lru_cache
-from hashlib import sha256
 from typing import Any, TypeVar
 
 import anyio.to_thread
 
 from ..errors import JsonRpcErrorCode, McpError
 from .base import ListPage
+from .filelayout import HEADER, MAGIC, beyond, entry_of, key_path, parse_value, tenant_dir
 
 __all__ = ["FileStorage"]
 
 R = TypeVar("R")
 
-_HEADER = struct.Struct(">4sd")
-_MAGIC = b"mcs1"
-_CHUNK = 96
-_SAFE_TENANT = re.compile(r"[A-Za-z0-9._-]{1,100}")
-_ENC = str.maketrans({c: "^" + c.lower() for c in string.ascii_uppercase})
-_DEC = re.compile(r"\^([a-z])")
 _ATTEMPTS = 16
 _STALE_SECONDS = 3600.0
-
-
-def _enc(segment: str) -> str:
-    return segment.translate(_ENC)
-
-
-def _dec(name: str) -> str:
-    return _DEC.sub(lambda m: m.group(1).upper(), name) if "^" in name else name
-
-
-@lru_cache(maxsize=8192)
-def _key_path(key: str) -> tuple[tuple[str, ...], str]:
-    """The folders and file name of ``key``, relative to its tenant folder.
-
-    A segment shorter than ``_CHUNK`` is a ``.d`` folder (covering every key under ``segment/``) or
-    the ``.v`` file; a longer one is consumed ``_CHUNK`` characters at a time by ``.c`` folders
-    (each covering every key that starts with the chunk). The ranges of sibling entries never
-    overlap, so sorting siblings by the start of their range gives key order.
-    """
-    folders: list[str] = []
-    rest = key
-    while True:
-        slash = rest.find("/")
-        segment = rest if slash < 0 else rest[:slash]
-        if len(segment) >= _CHUNK:
-            folders.append(_enc(rest[:_CHUNK]) + ".c")
-            rest = rest[_CHUNK:]
-        elif slash < 0:
-            return tuple(folders), _enc(segment) + ".v"
-        else:
-            folders.append(_enc(segment) + ".d")
-            rest = rest[slash + 1:]
-
-
-def _entry(name: str) -> tuple[str, bool] | None:
-    """``(range start relative to the folder, is_folder)`` of a directory entry; ``None`` if internal."""
-    base, dot, suffix = name.rpartition(".")
-    if not dot:
-        return None
-    if suffix == "v":
-        return _dec(base), False
-    if suffix == "d":
-        return _dec(base) + "/", True
-    if suffix == "c":
-        return _dec(base), True
-    return None
-
-
-def _tenant_dir(tenant: str) -> str:
-    if _SAFE_TENANT.fullmatch(tenant):
-        return "t." + _enc(tenant)
-    return "x." + sha256(tenant.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _parse(data: bytes) -> tuple[float, bytes] | None:
-    if len(data) < _HEADER.size:
-        return None
-    magic, expires = _HEADER.unpack_from(data)
-    if magic != _MAGIC:
-        return None
-    return expires, data[_HEADER.size:]
-
-
-def _beyond(start: str, prefix: str) -> bool:
-    """Whether a range starting at ``start`` (and every later one) lies past all keys under ``prefix``."""
-    return start > prefix and not start.startswith(prefix) and not prefix.startswith(start)
 
 
 class FileStorage:
@@ -155,11 +79,11 @@ class FileStorage:
                            {"reason": "storage_unavailable"}, cause=exc) from exc
 
     def _tdir(self, tenant: str) -> str:
-        return os.path.join(self.root, _tenant_dir(tenant))
+        return os.path.join(self.root, tenant_dir(tenant))
 
     def _path(self, tenant: str, key: str) -> str:
-        folders, name = _key_path(key)
-        return os.path.join(self.root, _tenant_dir(tenant), *folders, name)
+        folders, name = key_path(key)
+        return os.path.join(self.root, tenant_dir(tenant), *folders, name)
 
     def _live(self, expires: float, now: float | None = None) -> bool:
         return expires == 0.0 or expires > (self._now() if now is None else now)
@@ -180,7 +104,7 @@ class FileStorage:
         except (FileNotFoundError, NotADirectoryError):
             return None
         with f:
-            parsed = _parse(f.read())
+            parsed = parse_value(f.read())
             if parsed is None:
                 return None
             expires, value = parsed
@@ -254,11 +178,11 @@ class FileStorage:
             return None
         try:
             with open(claim, "rb") as f:
-                data = f.read() if whole else f.read(_HEADER.size)
+                data = f.read() if whole else f.read(HEADER.size)
         finally:
             os.unlink(claim)
             self._prune(os.path.dirname(path))
-        parsed = _parse(data)
+        parsed = parse_value(data)
         if parsed is None or not self._live(parsed[0]):
             return None
         return parsed[1]
@@ -272,7 +196,7 @@ class FileStorage:
             pass
 
     def _blob(self, value: bytes, ttl: float | None) -> bytes:
-        return _HEADER.pack(_MAGIC, 0.0 if ttl is None else self._now() + ttl) + value
+        return HEADER.pack(MAGIC, 0.0 if ttl is None else self._now() + ttl) + value
 
     # -- sync implementations -------------------------------------------------------------------
 
@@ -304,7 +228,7 @@ class FileStorage:
                 return
             entries = []
             for name in names:
-                parsed = _entry(name)
+                parsed = entry_of(name)
                 if parsed is not None:
                     entries.append((start + parsed[0], parsed[1], name))
                 elif name.endswith((".tmp", ".claim")):
@@ -316,7 +240,7 @@ class FileStorage:
         while stack:
             folder, _, it = stack[-1]
             for start, is_folder, name in it:
-                if _beyond(start, prefix):
+                if beyond(start, prefix):
                     return
                 if is_folder:
                     if not (start.startswith(prefix) or prefix.startswith(start)):
@@ -356,7 +280,7 @@ class FileStorage:
                     continue
                 try:
                     with open(os.path.join(folder, name), "rb") as f:
-                        parsed = _parse(f.read(_HEADER.size))
+                        parsed = parse_value(f.read(HEADER.size))
                 except OSError:
                     continue
                 if parsed is not None and self._live(parsed[0], now):

@@ -1,0 +1,106 @@
+"""The house's rules, checked: imports run one way between the layers (no module imports a
+layer above its own; ``if TYPE_CHECKING:`` imports, which never run, may name one for a type),
+no module of mcpcore/ is over 400 lines, and docs/architecture.md names only modules that exist."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "mcpcore"
+
+# Lowest first. A module belongs to the layer of its first part below mcpcore (the package's
+# own __init__ is the public API, on top).
+LAYERS: list[set[str]] = [
+    {"_json", "_version", "asgi_types", "errors", "logs", "config", "queues", "content", "jsonschema"},
+    {"protocol", "security"},
+    {"context", "storage", "bus", "sessions", "auth", "telemetry"},
+    {"definitions", "extensions"},
+    {"server", "lint"},
+    {"runtime", "transports"},
+    {"landing", "side_routes", "serving", "wiring"},
+    {"app"},
+    {"cli", "testing", "__main__", ""},
+]
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    name = parts[1] if len(parts) > 1 else ""
+    for i, names in enumerate(LAYERS):
+        if name in names:
+            return i
+    raise AssertionError(f"{module} is in no layer: add {name!r} to LAYERS in tests/test_layers.py")
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def runtime_imports(module: str, path: Path) -> list[tuple[int, str]]:
+    """``(line, imported module)`` for every import that runs (not under ``if TYPE_CHECKING:``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only.update(id(sub) for stmt in node.body for sub in ast.walk(stmt))
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+                if not node.module:  # ``from .. import _json``: each name is a module of that package
+                    found += [(node.lineno, f"{target}.{a.name}") for a in node.names]
+                    continue
+            else:
+                target = node.module or ""
+            if target.startswith("mcpcore"):
+                found.append((node.lineno, target))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("mcpcore")]
+    return found
+
+
+def test_imports_flow_one_way_between_layers() -> None:
+    upward = []
+    for module, path in sorted(modules().items()):
+        mine = layer_of(module)
+        for line, target in runtime_imports(module, path):
+            if layer_of(target) > mine:
+                upward.append(f"{path.relative_to(ROOT)}:{line} imports {target} (layer {layer_of(target)} > {mine})")
+    assert not upward, "imports that climb a layer:\n" + "\n".join(upward)
+
+
+def test_every_package_of_mcpcore_has_a_layer() -> None:
+    for module in modules():
+        layer_of(module)
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_is_over_400_lines(path: Path) -> None:
+    lines = path.read_text(encoding="utf-8").count("\n")
+    assert lines <= 400, f"{path.relative_to(ROOT)} has {lines} lines: split it along what it does"
+
+
+def test_the_architecture_guide_names_modules_that_exist() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`(mcpcore/[\w/]+(?:\.py|/))`", text))
+    assert len(named) > 20
+    missing = [n for n in sorted(named) if not (ROOT / n).exists()]
+    assert not missing, f"docs/architecture.md names modules that do not exist: {missing}"
+    every = {str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+    unnamed = sorted(m for m in every if m not in named and str(Path(m).parent) + "/" not in named)
+    assert not unnamed, f"docs/architecture.md does not place these modules: {unnamed}"
