@@ -23,8 +23,10 @@ from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
 from .serving import connection_close, serve
 from .side_routes import SideRoutes
+from .storage.base import StorageProvider
 from .storage.service import CursorSigner, StateService
 from .transports.http import HttpTransport, deliver_route
+from .transports.http_sse import HttpSseTransport
 from .transports.live import LiveSessions
 from .wiring import Stores, state_provider, uses_request_input
 
@@ -83,7 +85,7 @@ class McpApp:
         prompts: Iterable[Any] = (),
         settings: Settings | None = None,
         session_mode: SessionMode | None = None,
-        storage: Any = None,
+        storage: StorageProvider | None = None,
         cache_hints: Mapping[str, CacheHint] | None = None,
         path: str | None = None,
         setup: Callable[[McpApp], Awaitable[None]] | None = None,
@@ -137,7 +139,7 @@ class McpApp:
         self.dispatcher.telemetry = self.telemetry
         self._side = SideRoutes(self)
         self._http: HttpTransport | None = None
-        self._http_sse: Any = None
+        self._http_sse: HttpSseTransport | None = None
         self._started = False
         self._draining = False
         self._start_lock: asyncio.Lock | None = None
@@ -331,7 +333,6 @@ class McpApp:
                 await http(scope, receive, send)
             elif self.settings.http_sse and path in ("/sse", "/messages"):
                 if self._http_sse is None:
-                    from .transports.http_sse import HttpSseTransport
                     self._http_sse = HttpSseTransport(self._runtime())
                 await self._http_sse(scope, receive, send, path)
             else:

@@ -6,12 +6,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .auth.base import Authenticator
     from .bus.base import NotificationBus
     from .config import Settings
     from .context import ContextServices
     from .server.dispatcher import Dispatcher
     from .server.notify import Notifier
     from .sessions.base import SessionStore
+    from .sessions.events import EventBuffer
+    from .sessions.streams import StreamSlots
     from .transports.live import LiveSessions
 
 __all__ = ["Runtime"]
@@ -30,8 +33,8 @@ class Runtime:
     live: LiveSessions
     session_mode: str
     server_info: dict[str, Any]
-    auth: Any = None
-    events: Any = None
+    auth: Authenticator | None = None
+    events: EventBuffer | None = None
     shared: bool = False
     expose_stateless_session_id: bool = False
-    stream_slots: Any = None
+    stream_slots: StreamSlots | None = None

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import types
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .bus.base import NotificationBus
 from .bus.memory import LocalBus
@@ -27,6 +27,10 @@ from .sessions.streams import MemoryStreamSlots, StreamSlots
 from .storage.base import StorageProvider
 from .storage.memory import MemoryStorage
 from .transports.live import LiveSessions
+
+if TYPE_CHECKING:
+    from .bus.redis import RedisBus
+    from .sessions.redis import RedisSessionStore
 
 __all__ = ["Stores", "redis_client", "state_provider", "uses_request_input"]
 
@@ -51,7 +55,8 @@ class Stores:
         self.stream_slots: StreamSlots
         self._memory_events: MemoryEventBuffer | None = None
         self._memory_sessions: MemorySessionStore | None = None
-        self._redis_sessions: Any = None
+        self._redis_sessions: RedisSessionStore | None = None
+        self._redis_bus: RedisBus | None = None
         if self.shared:
             self.redis = redis_client(s)
             from .bus.redis import RedisBus
@@ -59,7 +64,7 @@ class Stores:
             from .sessions.redis_events import RedisEventBuffer
             from .sessions.streams import RedisStreamSlots
 
-            self.bus = RedisBus(self.redis)
+            self._redis_bus = self.bus = RedisBus(self.redis)
             self._redis_sessions = self.sessions = RedisSessionStore(
                 self.redis, idle_ms=s.session_idle_ms, max_sessions=s.max_sessions,
                 max_per_identity=s.max_sessions_per_identity)
@@ -103,8 +108,8 @@ class Stores:
         await self.bus.start()
         stack.push_async_callback(self.bus.close)
         self.bus.subscribe(on_route)
-        if self._redis_sessions is not None:  # the Redis store caches records, kept coherent over the bus
-            stack.callback(self._redis_sessions.attach(self.bus))
+        if self._redis_sessions is not None and self._redis_bus is not None:  # records cached, kept coherent
+            stack.callback(self._redis_sessions.attach(self._redis_bus))
 
     async def sweep(self) -> None:
         """Periodic upkeep: renew stream leases, drop expired sessions, slide the expiry of the
@@ -120,7 +125,8 @@ class Stores:
         """Add the session store's and the bus's readiness to ``checks``."""
         if self._redis_sessions is not None:
             await check("sessions", self._redis_sessions.ping)
-            checks["bus"] = "ok" if self.bus.connected.is_set() else "not connected"  # type: ignore[attr-defined]
+        if self._redis_bus is not None:
+            checks["bus"] = "ok" if self._redis_bus.connected.is_set() else "not connected"
 
 
 def redis_client(settings: Settings) -> Any:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from typing import Any
 from urllib.parse import parse_qs
 
 from .. import _json
-from ..asgi_types import Receive, Send
+from ..asgi_types import Receive, Scope, Send
 from ..auth import AuthError
 from ..context import AuthInfo
 from ..errors import JsonRpcErrorCode
@@ -86,7 +85,7 @@ class HttpSseTransport:
         self.connections: dict[str, _Connection] = {}
         self._per_identity: dict[Identity, int] = {}
 
-    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send, route: str) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         reason = self.guard.check(scope, headers.get("host"), headers.get("origin"))
         if reason is not None:
@@ -113,7 +112,7 @@ class HttpSseTransport:
             return f"Too many open sessions for this identity ({s.max_sessions_per_identity})."
         return None
 
-    async def _stream(self, scope: dict[str, Any], receive: Receive, send: Send, headers: dict[str, str],
+    async def _stream(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str],
                       auth: AuthInfo | None) -> None:
         if "accept" in headers and not accepts(headers["accept"], "text/event-stream"):
             await _error(send, 406, "Not Acceptable: use text/event-stream.")
@@ -160,7 +159,7 @@ class HttpSseTransport:
             await pump.close("the SSE stream closed")
             await writer.close()
 
-    async def _post(self, scope: dict[str, Any], receive: Receive, send: Send, headers: dict[str, str],
+    async def _post(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str],
                     auth: AuthInfo | None) -> None:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         cid = (query.get("session_id") or [""])[0]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context import CancelSignal
+from ..context import CancelSignal, Inbound
 from ..errors import JsonRpcErrorCode, McpError
 
 __all__ = ["InFlight", "Live", "LiveSessions"]
@@ -18,13 +18,12 @@ __all__ = ["InFlight", "Live", "LiveSessions"]
 @dataclass(slots=True, eq=False)
 class InFlight:
     task: asyncio.Task[Any] | None
-    req: Any
+    req: Inbound
     cancelled: bool = False
 
     @property
     def signal(self) -> CancelSignal:
-        sig: CancelSignal = self.req.signal
-        return sig
+        return self.req.signal
 
     def cancel(self, reason: str | None) -> None:
         if self.cancelled:

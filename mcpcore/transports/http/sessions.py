@@ -8,8 +8,9 @@ session's POST streams are buffered, and how a handler's request reaches the cli
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
-from typing import Any
+from typing import Any, Final, Literal
 
 from ...asgi_types import Receive, Send
 from ...context import Inbound
@@ -28,8 +29,13 @@ __all__ = ["NO_SESSION", "SessionPost", "deliver_route"]
 
 log = logging.getLogger("mcpcore.transport")
 
-NO_SESSION: Any = object()
-"""What :meth:`SessionPost.lookup` returns when it already answered (missing, unknown, refused)."""
+class Answered(enum.Enum):
+    """What :meth:`SessionPost.lookup` returns when it already answered (missing, unknown, refused)."""
+
+    SENT = 1
+
+
+NO_SESSION: Final = Answered.SENT
 
 
 def deliver_route(live: LiveSessions, event: dict[str, Any]) -> bool:
@@ -50,7 +56,8 @@ class SessionPost:
 
     # -- the session ----------------------------------------------------------------------------
 
-    async def lookup(self, send: Send, sid: str | None, rid: Any, headers: RequestHeaders) -> SessionRecord | None:
+    async def lookup(self, send: Send, sid: str | None, rid: Any,
+                     headers: RequestHeaders) -> SessionRecord | Literal[Answered.SENT] | None:
         """The session a 2025-era request names, checked against the caller's identity (bound on
         its first authenticated use); ``None`` when sessionless; :data:`NO_SESSION` when an
         answer was already sent."""
@@ -58,13 +65,13 @@ class SessionPost:
             if sid is None and self.mode == "stateful":
                 await error(send, 400, JsonRpcErrorCode.InvalidRequest,
                             "Bad Request: Mcp-Session-Id header is required (initialize first).", rid)
-                return NO_SESSION  # type: ignore[no-any-return]
+                return NO_SESSION
             return None
         try:
             record = await self.rt.sessions.get(sid) if is_session_id(sid) else None
         except McpError as exc:
             await json_response(send, 503, error_response(rid, exc.to_wire()))
-            return NO_SESSION  # type: ignore[no-any-return]
+            return NO_SESSION
         identity = identity_of(headers.auth)
         if record is not None and record.identity != identity:
             if record.identity is None and identity is not None:
@@ -76,7 +83,7 @@ class SessionPost:
         if record is None:
             await error(send, 404, JsonRpcErrorCode.InvalidRequest,
                         "Session not found or expired; initialize a new session.", rid)
-            return NO_SESSION  # type: ignore[no-any-return]
+            return NO_SESSION
         return record
 
     def inbound(self, msg: dict[str, Any], headers: RequestHeaders, record: SessionRecord | None) -> Inbound:
