@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.readme import END, START, render_section, update_readme
+from benchmarks.harness.readme import END, START, render_section, update_readme
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Instructions per request, counted by valgrind: the benchmark's noise-free column.
+"""Instructions per request, counted by valgrind: the benchmark's noise-free column (``instr_*``).
 
 req/s on a shared machine moves by several percent between runs (other tenants' cache and memory
 traffic), which is as large as the differences the issue's ">= 1.0x bare Starlette" target asks
@@ -10,8 +10,6 @@ read at exit. Two runs that differ only in ``n`` give the cost of one request as
 of their totals over the difference of their request counts, so start-up and shutdown cancel.
 Cachegrind's simulated first-level cache misses (instruction and data) come with it: they show
 a larger code or data footprint, which instruction counts alone do not.
-
-Used by ``benchmarks.run`` for the ``instr_*`` scenarios.
 """
 
 from __future__ import annotations
@@ -20,15 +18,17 @@ import asyncio
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import orjson
 
-from . import run as harness
-
-if TYPE_CHECKING:
-    from .run import Ctx, Scenario
+from ..harness.catalog import SERVERS, Server, label
+from ..harness.config import ServerFailed, log
+from ..harness.launch import start_server
+from ..harness.processes import stop, stop_all
+from ..harness.scenario import Ctx, Family, Scenario
+from ..harness.wire import open_session, read_response, request_headers, request_message, verify
 
 VALGRIND_HINT = "valgrind is not installed (`apt-get install -y valgrind`)"
 CONNECTIONS = 8
@@ -49,7 +49,7 @@ def _summary(path: Path) -> dict[str, int]:
         elif line.startswith("summary:"):
             totals = [int(x) for x in line.split()[1:]]
     if not names or len(names) != len(totals):
-        raise harness.ServerFailed(f"no totals in {path.name}")
+        raise ServerFailed(f"no totals in {path.name}")
     return dict(zip(names, totals, strict=True))
 
 
@@ -75,11 +75,11 @@ async def _send_requests(url: str, message: dict[str, Any], headers: dict[str, s
             for rid in ids:
                 writer.write(_raw_request(url, orjson.dumps({**message, "id": rid}), headers))
                 try:
-                    status, _, body = await asyncio.wait_for(harness._read_response(reader), REPLY_TIMEOUT)
+                    status, _, body = await asyncio.wait_for(read_response(reader), REPLY_TIMEOUT)
                 except TimeoutError:
-                    raise harness.ServerFailed(f"no answer within {REPLY_TIMEOUT:.0f} s under valgrind") from None
+                    raise ServerFailed(f"no answer within {REPLY_TIMEOUT:.0f} s under valgrind") from None
                 if status != 200:
-                    raise harness.ServerFailed(f"HTTP {status} under valgrind: {body[:200]!r}")
+                    raise ServerFailed(f"HTTP {status} under valgrind: {body[:200]!r}")
                 ok += 1
         finally:
             writer.close()
@@ -88,30 +88,30 @@ async def _send_requests(url: str, message: dict[str, Any], headers: dict[str, s
     return ok
 
 
-def _count_once(ctx: Ctx, sc: Scenario, server: harness.Server, env: dict[str, str], warm: int, n: int,
+def _count_once(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str], warm: int, n: int,
                 tag: str) -> dict[str, int]:
     """One server under cachegrind: warm-up, ``n`` requests, stop; the totals."""
     out = ctx.workdir / f"cachegrind-{sc.id}-{server.key}-{tag}.out"
     valgrind = shutil.which("valgrind")
     assert valgrind is not None
     wrapper = [valgrind, "--tool=cachegrind", "--cache-sim=yes", f"--cachegrind-out-file={out}"]
-    run = harness.start_server(server, env, ctx.tools, ctx.workdir, ctx.python, timeout=300.0, wrapper=wrapper)
+    run = start_server(server, env, ctx.tools, ctx.workdir, ctx.python, timeout=300.0, wrapper=wrapper)
     try:
         with httpx.Client(timeout=120.0) as client:
-            sid = harness.open_session(client, run.url, sc.log_level)["session_id"] if sc.wire == "legacy" else None
-            headers = harness.request_headers(sc, sid)
-            message = harness.request_message(sc)
-            harness.verify(sc, client.post(run.url, content=orjson.dumps(message), headers=headers))
+            sid = open_session(client, run.url, sc.log_level)["session_id"] if sc.wire == "legacy" else None
+            headers = request_headers(sc, sid)
+            message = request_message(sc)
+            verify(sc, client.post(run.url, content=orjson.dumps(message), headers=headers))
         asyncio.run(_send_requests(run.url, message, headers, warm))
         answered = asyncio.run(_send_requests(run.url, message, headers, n))
         if answered != n:
-            raise harness.ServerFailed(f"{answered} of {n} requests answered")
+            raise ServerFailed(f"{answered} of {n} requests answered")
     finally:
-        harness.stop(run.proc, timeout=120.0)  # SIGTERM: uvicorn shuts down, valgrind writes its file
+        stop(run.proc, timeout=120.0)  # SIGTERM: uvicorn shuts down, valgrind writes its file
     return _summary(out)
 
 
-def count_server(ctx: Ctx, sc: Scenario, server: harness.Server, env: dict[str, str],
+def count_server(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str],
                  counts: tuple[int, int, int]) -> dict[str, Any]:
     """Per-request figures of one server: two runs at once (the counts do not depend on timing)."""
     warm, lo, hi = counts
@@ -121,7 +121,7 @@ def count_server(ctx: Ctx, sc: Scenario, server: harness.Server, env: dict[str, 
         f_hi = pool.submit(_count_once, ctx, sc, server, env, warm, hi, "hi")
         a, b = f_lo.result(), f_hi.result()
     except BaseException:
-        harness.stop_all()  # on a failure or Ctrl-C: the other run's client then fails at once
+        stop_all()  # on a failure or Ctrl-C: the other run's client then fails at once
         raise
     finally:
         pool.shutdown(wait=True)
@@ -130,24 +130,24 @@ def count_server(ctx: Ctx, sc: Scenario, server: harness.Server, env: dict[str, 
             "d1_misses": (per.get("D1mr") or 0) + (per.get("D1mw") or 0), "requests": (lo, hi), "warmup": warm}
 
 
-def run_instructions_scenario(ctx: Ctx, sc: Scenario, servers: list[str], smoke: bool = False) -> dict[str, Any]:
+def run(ctx: Ctx, sc: Scenario, servers: list[str]) -> dict[str, Any]:
     """Every server of ``sc`` counted; a server that fails is reported, the rest still run."""
     if shutil.which("valgrind") is None:
         return {key: {"status": "not available", "reason": VALGRIND_HINT} for key in servers}
     out: dict[str, Any] = {}
     for key in servers:
-        server = harness.SERVERS[key]
+        server = SERVERS[key]
         env = {**sc.env.get(key, {})}
-        counts = SMOKE_COUNTS if smoke else COUNTS["slow" if server.peers else "fast"]
+        counts = SMOKE_COUNTS if ctx.smoke else COUNTS["slow" if server.peers else "fast"]
         try:
             res = count_server(ctx, sc, server, env, counts)
-        except harness.ServerFailed as exc:
-            harness.log(f"  {sc.id:<17} {key:<11}: FAILED {exc}")
+        except ServerFailed as exc:
+            log(f"  {sc.id:<17} {key:<11}: FAILED {exc}")
             out[key] = {"status": "failed", "reason": str(exc)}
             continue
         res["env"] = env
-        harness.log(f"  {sc.id:<17} {key:<11}: {res['ir']:>11,.0f} instructions/request  "
-                    f"I1 misses {res['i1_misses']:>8,.0f}  D1 misses {res['d1_misses']:>8,.0f}")
+        log(f"  {sc.id:<17} {key:<11}: {res['ir']:>11,.0f} instructions/request  "
+            f"I1 misses {res['i1_misses']:>8,.0f}  D1 misses {res['d1_misses']:>8,.0f}")
         out[key] = res
     return out
 
@@ -160,18 +160,21 @@ def instruction_ratios(servers: dict[str, Any]) -> dict[str, float]:
     return {k: m["ir"] / r["ir"] for k, r in servers.items() if k != "mcpcore" and r.get("status") == "ok"}
 
 
-def render(sc_id: str, servers: dict[str, Any], labels: dict[str, str]) -> list[str]:
+def table(sc: Scenario, servers: dict[str, Any]) -> list[str]:
     """The scenario's markdown table."""
     rows = ["| Server | instructions / request | mcpcore / this | I1 misses / request | D1 misses / request "
             "| requests counted |", "|---|---:|---:|---:|---:|---|"]
     rat = instruction_ratios(servers)
     for key, r in servers.items():
-        label = labels.get(key, key)
+        name = label(key)
         if r.get("status") != "ok":
-            rows.append(f"| {label} | **{r.get('status')}**: {r.get('reason', '')} |||||")
+            rows.append(f"| {name} | **{r.get('status')}**: {r.get('reason', '')} |||||")
             continue
         lo, hi = r["requests"]
         vs = f"{rat[key]:.2f}x" if key in rat else "—"
-        rows.append(f"| {label} | {r['ir']:,.0f} | {vs} | {r['i1_misses']:,.0f} | {r['d1_misses']:,.0f} | "
+        rows.append(f"| {name} | {r['ir']:,.0f} | {vs} | {r['i1_misses']:,.0f} | {r['d1_misses']:,.0f} | "
                     f"{hi} - {lo} after {r['warmup']} |")
     return rows
+
+
+FAMILY = Family(kind="instructions", run=run, table=table)

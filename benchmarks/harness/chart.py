@@ -1,6 +1,6 @@
-"""Render docs/bench/chart.png from results.json (run by run.py with benchmarks/.venv-peers).
+"""Render docs/bench/chart.png from results.json (run by harness/report.py with benchmarks/.venv-peers).
 
-    benchmarks/.venv-peers/bin/python benchmarks/chart.py docs/bench/results.json docs/bench/chart.png
+    benchmarks/.venv-peers/bin/python benchmarks/harness/chart.py docs/bench/results.json docs/bench/chart.png
 """
 
 from __future__ import annotations

@@ -1,0 +1,37 @@
+"""The servers under test: each is a module of benchmarks/servers/ with an ASGI ``app``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Server:
+    """One server: its key on the command line, its label in the report, its module."""
+
+    key: str
+    label: str
+    module: str
+    peers: bool  # runs in benchmarks/.venv-peers instead of the project's .venv
+    kind: str  # "framework" | "bare"
+
+
+SERVERS: dict[str, Server] = {s.key: s for s in (
+    Server("mcpcore", "mcpcore", "mcpcore_echo", False, "framework"),
+    Server("sdk", "mcp SDK 2.3", "sdk_echo", True, "framework"),
+    Server("sdk_low", "mcp SDK 2.3 low-level", "sdk_lowlevel_echo", True, "framework"),
+    Server("fastmcp", "FastMCP 4.2", "fastmcp_echo", True, "framework"),
+    Server("starlette", "bare Starlette", "starlette_echo", False, "bare"),
+    Server("asgi", "pure ASGI (limit)", "asgi_echo", False, "bare"),
+)}
+ORDER = ["mcpcore", "sdk", "sdk_low", "fastmcp", "starlette", "asgi"]
+BASELINES = ["starlette", "asgi", "sdk", "sdk_low", "fastmcp"]
+
+# Every run of a server starts from this environment; a scenario adds its own on top
+# (benchmarks/scenarios/catalog.py). mcpcore reads MCP_* settings.
+BASE_ENV = {"mcpcore": {"MCP_LOG_LEVEL": "warning"}}
+
+
+def label(key: str) -> str:
+    """A server's label in the report (a variant label, such as "buffer on", stays as it is)."""
+    return SERVERS[key].label if key in SERVERS else key

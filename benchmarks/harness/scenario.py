@@ -1,0 +1,69 @@
+"""What a scenario is (``Scenario``), what running one is given (``Ctx``), and what a family
+of scenarios provides to the run and the report (``Family``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .machine import Tools
+from .sampling import LoadSettings
+
+
+@dataclass
+class Scenario:
+    """One measured case: the request, the servers it runs on and their settings."""
+
+    id: str
+    title: str
+    measures: str
+    kind: str  # the Family that runs it: "load" | "ab" | "sessions" | "instructions"
+    wire: str = "modern"  # "modern" (2026-07-28, sessionless) | "legacy" (2025-11-25 session)
+    method: str = "tools/call"
+    params: dict[str, Any] = field(default_factory=dict)
+    expect: str = "echo"  # what the verifier checks: echo | echo_sse | tools | doc
+    servers: list[str] = field(default_factory=list)
+    skip: dict[str, str] = field(default_factory=dict)
+    env: dict[str, dict[str, str]] = field(default_factory=dict)
+    log_level: str | None = None  # logging/setLevel on the session before the load
+    redis: bool = False
+    baseline_from: str | None = None  # take the bare endpoints' figures from this scenario
+    variants: dict[str, dict[str, str]] = field(default_factory=dict)  # "ab": label -> extra env
+
+
+@dataclass
+class Ctx:
+    """Everything a scenario's run uses: tools, interpreters, settings, a scratch directory."""
+
+    tools: Tools
+    python: dict[str, Path]
+    load: LoadSettings
+    workdir: Path
+    sessions: int
+    settle: float = 0.5  # seconds of quiet before reading RSS (doubled after opening the sessions)
+    redis_port: int | None = None
+    redis_pid: int | None = None
+    repeat: int = 5  # measured runs per server of a load scenario
+    session_repeat: int = 3  # runs per server of a sessions scenario
+    smoke: bool = False  # the CI-sized run (instruction counts over fewer requests)
+
+
+RunFn = Callable[[Ctx, Scenario, list[str]], dict[str, Any]]
+LinesFn = Callable[[Scenario, dict[str, Any]], list[str]]
+
+
+def no_lines(sc: Scenario, servers: dict[str, Any]) -> list[str]:
+    """A family that adds nothing after the ratio table."""
+    return []
+
+
+@dataclass(frozen=True)
+class Family:
+    """One kind of scenario: how it is run and how it shows in results.md."""
+
+    kind: str
+    run: RunFn  # the selected servers measured: server key (or variant label) -> result
+    table: LinesFn  # the scenario's table
+    notes: LinesFn = no_lines  # lines after the ratio table

@@ -1,0 +1,66 @@
+"""Figures over repeats (medians) and mcpcore's ratios to each baseline."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from typing import Any
+
+from .catalog import BASELINES
+from .scenario import Scenario
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One server's result in one load scenario: medians of the samples, with each sample kept."""
+    def med(key: str) -> float | None:
+        vals = [r[key] for r in runs if r.get(key) is not None]
+        return statistics.median(vals) if vals else None
+
+    out: dict[str, Any] = {"status": "ok"}
+    for key in ("rps", "rps_cpu", "cpu_us_per_request", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "rss_mb", "hwm_mb",
+                "server_cpu", "wrk_cpu", "core0_other", "core1_other", "bytes_per_response"):
+        out[key] = med(key)
+    out["errors"] = sum(r["errors"] for r in runs)
+    out["requests"] = sum(r["requests"] for r in runs)
+    out["rps_min"] = min(r["rps"] for r in runs)
+    out["rps_max"] = max(r["rps"] for r in runs)
+    out["check"] = runs[0]["check"]
+    if "set_level" in runs[0]:
+        out["set_level"] = runs[0]["set_level"]
+    if "redis_calls_per_request" in runs[0]:
+        out["redis_calls_per_request"] = runs[-1]["redis_calls_per_request"]
+        out["redis_cpu"] = statistics.median(r["redis_cpu"] for r in runs if r.get("redis_cpu") is not None)
+    out["repeats"] = [{k: r.get(k) for k in ("rps", "rps_cpu", "p50_ms", "p99_ms", "rss_mb", "server_cpu", "wrk_cpu",
+                                             "core0_other", "core1_other", "errors", "attempts", "quality")}
+                      for r in runs]
+    out["below_quality_bar"] = sum(1 for r in runs if r.get("quality"))
+    return out
+
+
+def ratios(results: dict[str, Any], scenarios: Mapping[str, Scenario]) -> dict[str, Any]:
+    """mcpcore / baseline for every baseline measured in the same run (same scenario, or the
+    scenario named by ``baseline_from`` for the bare endpoints)."""
+    out: dict[str, Any] = {}
+    for sid, sc_res in results.items():
+        sc = scenarios[sid]
+        if sc.kind != "load":
+            continue
+        m = sc_res["servers"].get("mcpcore", {})
+        if m.get("status") != "ok":
+            continue
+        r: dict[str, Any] = {}
+        for b in BASELINES:
+            src = sc_res["servers"].get(b)
+            origin = sid
+            if (src is None or src.get("status") != "ok") and sc.baseline_from and b in ("starlette", "asgi"):
+                src = results.get(sc.baseline_from, {}).get("servers", {}).get(b)
+                origin = sc.baseline_from
+            if not src or src.get("status") != "ok":
+                continue
+            r[b] = {"from": origin, "rps": m["rps"] / src["rps"],
+                    "rps_cpu": m["rps_cpu"] / src["rps_cpu"] if m.get("rps_cpu") and src.get("rps_cpu") else None,
+                    "p50": m["p50_ms"] / src["p50_ms"],
+                    "p99": m["p99_ms"] / src["p99_ms"],
+                    "rss": (m["rss_mb"] / src["rss_mb"]) if m.get("rss_mb") and src.get("rss_mb") else None}
+        out[sid] = r
+    return out

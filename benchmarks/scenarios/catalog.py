@@ -1,0 +1,86 @@
+"""Every scenario of the benchmark, in the order of the report."""
+
+from __future__ import annotations
+
+from ..harness.catalog import ORDER
+from ..harness.scenario import Scenario
+from ..harness.wire import echo_call
+
+# Per-server environment. mcpcore reads MCP_* settings; the peer servers read BENCH_* switches
+# (benchmarks/servers/_peer_env.py): the SDK's documented production configuration is
+# stateless_http=True + json_response=True, turned off only where a scenario needs a session
+# or an SSE response.
+SESSION_ENV = {
+    "mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "memory"},
+    "sdk": {"BENCH_STATELESS": "0", "BENCH_JSON_RESPONSE": "1"},
+    "sdk_low": {"BENCH_STATELESS": "0", "BENCH_JSON_RESPONSE": "1"},
+    "fastmcp": {"BENCH_STATELESS": "0", "BENCH_JSON_RESPONSE": "1"},
+}
+SSE_ENV = {
+    # MCP_LOG_LEVEL is the floor of both of ctx.log's sinks; at "warning" no info line can
+    # reach the client, so the logging scenario has to lower it (uvicorn's root logger stays at
+    # warning, so nothing extra is written to the process log).
+    "mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "memory", "MCP_LOG_LEVEL": "info"},
+    "sdk": {"BENCH_STATELESS": "0", "BENCH_JSON_RESPONSE": "0"},
+    "sdk_low": {"BENCH_STATELESS": "0", "BENCH_JSON_RESPONSE": "0"},
+    "fastmcp": {"BENCH_STATELESS": "0", "BENCH_JSON_RESPONSE": "0"},
+}
+
+NO_REDIS_STORE = ("no pluggable session store: sessions live in a process-local dict "
+                  "(python-peers.md §3)")
+
+SCENARIOS: list[Scenario] = [
+    Scenario("call_2026", "tools/call, 2026-07-28, JSON",
+             "One sessionless 2026-07-28 POST per request: envelope, routing headers, argument validation, "
+             "tool call, JSON result.",
+             "load", "modern", "tools/call", echo_call(), "echo", ORDER),
+    Scenario("call_2025", "tools/call, 2025 stateful session, JSON",
+             "A 2025-11-25 session opened once (initialize + initialized); every request names it with "
+             "Mcp-Session-Id. Adds the session lookup. The bare endpoints ignore the session header.",
+             "load", "legacy", "tools/call", echo_call(), "echo", ORDER, env=SESSION_ENV),
+    Scenario("call_2025_redis", "tools/call, 2025 session in the Redis session store",
+             "As call_2025 with MCP_SESSION_STORE=redis (a redis-server of our own on CPU 1): every "
+             "request reads the session from Redis. Ratios use the bare endpoints of call_2025.",
+             "load", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"],
+             skip={"sdk": NO_REDIS_STORE, "sdk_low": NO_REDIS_STORE,
+                   "fastmcp": NO_REDIS_STORE + "; FastMCP's Redis stores hold "
+                   "app-level state, not transport sessions"},
+             env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis"}},
+             redis=True, baseline_from="call_2025"),
+    Scenario("call_logging_sse", "tools/call logging 3 lines, 2025 session, SSE",
+             "A 2025 session with logging/setLevel info; the tool sends three notifications/message "
+             "before its result, so the response is an SSE stream of four events.",
+             "load", "legacy", "tools/call", echo_call("echo_logged"), "echo_sse", ORDER, env=SSE_ENV,
+             log_level="info"),
+    Scenario("tools_list", "tools/list, 2026-07-28, JSON",
+             "A sessionless 2026-07-28 tools/list of two tools (cacheable list response).",
+             "load", "modern", "tools/list", {}, "tools", ORDER),
+    Scenario("resources_read", "resources/read, 2026-07-28, JSON",
+             "A sessionless 2026-07-28 resources/read of a short static text resource.",
+             "load", "modern", "resources/read", {"uri": "bench://doc"}, "doc", ORDER),
+    Scenario("sse_buffer", "SSE response, event buffer on vs off (mcpcore)",
+             "call_logging_sse on mcpcore alone with MCP_HTTP_RESUMABILITY=true and =false, the two "
+             "interleaved: what the resumability event buffer adds to an SSE response.",
+             "ab", "legacy", "tools/call", echo_call("echo_logged"), "echo_sse", ["mcpcore"],
+             skip=dict.fromkeys(("sdk", "sdk_low", "fastmcp"), "the event buffer is mcpcore's own setting"),
+             env=SSE_ENV, log_level="info",
+             variants={"buffer on": {"MCP_HTTP_RESUMABILITY": "true"},
+                       "buffer off": {"MCP_HTTP_RESUMABILITY": "false"}}),
+    Scenario("instr_2026", "Instructions per tools/call, 2026-07-28 (valgrind)",
+             "call_2026's exact request, each server under valgrind's cachegrind: the instructions it "
+             "executes per request in user space (interpreter, extensions, uvloop, httptools; not the kernel). "
+             "Unlike req/s on a shared machine this count does not move between runs (see "
+             "benchmarks/scenarios/instructions.py).",
+             "instructions", "modern", "tools/call", echo_call(), "echo", ORDER),
+    Scenario("instr_2025", "Instructions per tools/call, 2025 stateful session (valgrind)",
+             "call_2025's exact request and session, counted as in instr_2026.",
+             "instructions", "legacy", "tools/call", echo_call(), "echo", ORDER, env=SESSION_ENV),
+    Scenario("idle_sessions", "RSS of idle 2025 sessions (memory store)",
+             "Open N 2025 sessions (initialize + notifications/initialized) and leave them idle; RSS "
+             "after minus RSS before (the server was warmed by opening and deleting 20 sessions).",
+             "sessions", "legacy", servers=["mcpcore", "sdk", "fastmcp"],
+             skip={"sdk_low": "same StreamableHTTPSessionManager as the mcp SDK column (sessions are "
+                              "transport-level in the SDK)",
+                   "starlette": "keeps no sessions", "asgi": "keeps no sessions"}, env=SESSION_ENV),
+]
+SCENARIO_BY_ID = {s.id: s for s in SCENARIOS}
