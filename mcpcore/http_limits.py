@@ -1,0 +1,279 @@
+"""The HTTP server's own ceilings, enforced before the ASGI app sees a request.
+
+:class:`LimitedHttpToolsProtocol` is uvicorn's httptools protocol with
+
+* a cap on the request line plus header lines (``MCP_HTTP_MAX_HEADER_BYTES``) and on the number
+  of header lines (``MCP_HTTP_MAX_HEADERS``): beyond either, ``431`` and the connection closes;
+* a header deadline (``MCP_HTTP_HEADER_TIMEOUT_MS``, counted from the connection's opening for
+  its first request, from the first byte of each later one): a request whose head is still
+  incomplete is answered ``408`` and closed; a connection that sent nothing is closed silently;
+* a body deadline (``MCP_HTTP_BODY_TIMEOUT_MS``, from the end of the head): ``408`` when no
+  response has started (the app's ``receive()`` then sees ``http.disconnect``), else the
+  connection is closed;
+* a bound on open connections per process (``MCP_HTTP_MAX_CONNECTIONS``): a connection beyond it
+  is answered ``503`` with ``Retry-After: 1`` and closed as soon as it is accepted, before a
+  byte of it is read or parsed, so a flood of idle sockets costs no parser state and no deadline.
+
+``mcpcore run`` serves with it. Under plain uvicorn, pass it by import path:
+``uvicorn --http mcpcore.http_limits:LimitedHttpToolsProtocol server:app``. The limits come from
+the served McpApp's settings when uvicorn serves one (directly or wrapped in middleware), else
+from the environment.
+
+A request whose head (and body) arrive in one read costs a few integer comparisons: deadline
+timers are started only when a read leaves the head or the body incomplete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import httptools
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from .config import Settings
+
+__all__ = ["HttpLimits", "LimitedHttpToolsProtocol"]
+
+_log = logging.getLogger("mcpcore.http")
+_HEADER_OVERHEAD = 4  # ": " and CRLF around each header line
+_LINGER = -2  # ``_head`` of a refused connection: what still arrives is read and dropped
+LINGER_SECONDS = 1.0
+"""How long a refused connection's further bytes are read and dropped before it is closed: a
+close with unread bytes would reset the connection, and the client might lose the answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpLimits:
+    """The ceilings of :class:`LimitedHttpToolsProtocol`; times in seconds."""
+
+    max_header_bytes: int = 32_768
+    max_headers: int = 100
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections: int = 1000
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> HttpLimits:
+        """The limits ``settings`` (the ``MCP_HTTP_*`` variables) ask for."""
+        return cls(max_header_bytes=settings.http_max_header_bytes, max_headers=settings.http_max_headers,
+                   header_timeout=settings.http_header_timeout_ms / 1000,
+                   body_timeout=settings.http_body_timeout_ms / 1000,
+                   max_connections=settings.http_max_connections)
+
+
+_LIMITS: weakref.WeakKeyDictionary[Any, HttpLimits] = weakref.WeakKeyDictionary()
+
+
+def set_limits(config: Any, limits: HttpLimits) -> None:
+    """Serve ``config`` (a ``uvicorn.Config``) with ``limits`` instead of looking them up."""
+    _LIMITS[config] = limits
+
+
+def _limits_for(config: Any) -> HttpLimits:
+    limits = _LIMITS.get(config)
+    if limits is None:
+        limits = HttpLimits.from_settings(_served_settings(config.loaded_app))
+        _LIMITS[config] = limits
+    return limits
+
+
+def _served_settings(app: Any) -> Settings:
+    """The settings of the McpApp under uvicorn's middleware wrappers, else the environment's."""
+    for _ in range(16):
+        own = getattr(app, "settings", None)
+        if isinstance(own, Settings):
+            return own
+        app = getattr(app, "app", None)
+        if app is None:
+            break
+    return Settings.from_env()
+
+
+class _Refused(Exception):
+    """Raised inside a parser callback to stop parsing; the status is on the protocol."""
+
+
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with header caps, read deadlines and a connection bound."""
+
+    def __init__(self, config: Any, server_state: Any, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        limits = _limits_for(config)
+        self._max_head = limits.max_header_bytes
+        self._max_headers = limits.max_headers
+        self._header_timeout = limits.header_timeout
+        self._body_timeout = limits.body_timeout
+        self._max_connections = limits.max_connections
+        # Bytes of the head being read (> 0), 0 between requests, -1 while a body is read,
+        # _LINGER once refused.
+        # A read that completes one request and starts the next leaves the new head's first
+        # bytes uncounted: the cap may be passed by at most one read before it applies.
+        self._head = 0
+        self._head_size = 0  # request target and header lines of the current head, as parsed
+        self._refusal = 0
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+        self._linger_timer: asyncio.TimerHandle | None = None
+
+    # -- connection ------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if len(self.connections) >= self._max_connections:
+            self.transport = transport
+            _log.debug("refused a connection: %d open", len(self.connections))
+            self._refuse(503, b"too many connections\n", b"retry-after: 1\r\n")
+            return
+        super().connection_made(transport)
+        self._header_timer = self.loop.call_later(self._header_timeout, self._header_expired)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_timers()
+        super().connection_lost(exc)
+
+    def _cancel_timers(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+            self._linger_timer = None
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        if self.timeout_keep_alive_task is not None:
+            self._unset_keepalive_if_required()
+        head = self._head
+        if head >= 0:
+            self._head = head + len(data)  # the whole read, until the head turns out to end inside it
+        elif head == _LINGER:
+            return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._cancel_timers()
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+            return
+        except httptools.HttpParserError:
+            if self._refusal:
+                self._refuse_head(self._refusal)
+                return
+            self.logger.warning("Invalid HTTP request received.")
+            self.send_400_response("Invalid HTTP request received.")
+            return
+        head = self._head
+        if head:
+            if head > 0:
+                if head > self._max_head:
+                    self._refuse_head(431)
+                elif self._header_timer is None:
+                    self._header_timer = self.loop.call_later(self._header_timeout, self._header_expired)
+            elif self._body_timer is None and not self.transport.is_closing():
+                self._body_timer = self.loop.call_later(self._body_timeout, self._body_expired)
+
+    # Parser callbacks (uvicorn's, plus the counts).
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        headers = self.headers
+        if len(headers) >= self._max_headers:
+            self._refusal = 431
+            raise _Refused
+        self._head_size += len(name) + len(value) + _HEADER_OVERHEAD
+        name = name.lower()
+        if name == b"expect" and value.lower() == b"100-continue":
+            self.expect_100_continue = True
+        headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        if self._head_size + len(self.url) > self._max_head:
+            self._refusal = 431
+            raise _Refused
+        self._head = -1
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._head = 0
+        self._head_size = 0
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+        super().on_message_complete()
+
+    # -- deadlines -------------------------------------------------------------------------
+
+    def _header_expired(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing():
+            return
+        if self.flow.read_paused:  # the server holds the bytes back, not the client
+            self._header_timer = self.loop.call_later(self._header_timeout, self._header_expired)
+            return
+        if self._head > 0:
+            self._refuse_head(408)
+        else:  # only the first request's timer, armed on connect, finds no byte of a head
+            self.transport.close()
+
+    def _body_expired(self) -> None:
+        self._body_timer = None
+        if self.transport.is_closing() or self._head >= 0:
+            return
+        if self.flow.read_paused:
+            self._body_timer = self.loop.call_later(self._body_timeout, self._body_expired)
+            return
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_started and not self.pipeline:
+            # The app may be waiting in receive(): it sees http.disconnect, and whatever it
+            # sends afterwards is dropped (uvicorn's send() ignores a disconnected cycle).
+            cycle.disconnected = True
+            cycle.message_event.set()
+            self._refuse(408, b"request body not received in time\n")
+        else:
+            self.transport.close()
+
+    # -- refusals --------------------------------------------------------------------------
+
+    def _refuse_head(self, status: int) -> None:
+        """Answer ``status`` to a request whose head is refused, then close; when an earlier
+        request on this connection is still being answered, close without a word (an answer
+        now would be taken for that request's)."""
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete:
+            reason = b"request header fields too large\n" if status == 431 else b"request header not received in time\n"
+            self._refuse(status, reason)
+        else:
+            self._head = _LINGER
+            self.transport.close()
+
+    def _refuse(self, status: int, body: bytes, extra: bytes = b"") -> None:
+        """Answer ``status`` with ``Connection: close``, end the sending side, and read and drop
+        whatever else arrives for :data:`LINGER_SECONDS` (or until the client closes)."""
+        self._head = _LINGER
+        self._cancel_timers()
+        transport = self.transport
+        parts = [STATUS_LINE[status]]
+        for name, value in self.server_state.default_headers:
+            parts += [name, b": ", value, b"\r\n"]
+        parts += [b"content-type: text/plain; charset=utf-8\r\ncontent-length: ", str(len(body)).encode(),
+                  b"\r\nconnection: close\r\n", extra, b"\r\n", body]
+        transport.write(b"".join(parts))
+        if not transport.can_write_eof():
+            transport.close()
+            return
+        transport.write_eof()
+        if self.flow is not None:
+            self.flow.resume_reading()
+        self._linger_timer = self.loop.call_later(LINGER_SECONDS, transport.close)
