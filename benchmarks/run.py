@@ -82,10 +82,13 @@ class Server:
     module: str
     peers: bool  # runs in benchmarks/.venv-peers instead of the project's .venv
     kind: str  # "framework" | "bare"
+    # uvicorn's --http: mcpcore's is the protocol `mcpcore run` serves with (header caps, read
+    # deadlines, a connection bound), so the benchmark measures what users run.
+    http: str = "httptools"
 
 
 SERVERS: dict[str, Server] = {s.key: s for s in (
-    Server("mcpcore", "mcpcore", "mcpcore_echo", False, "framework"),
+    Server("mcpcore", "mcpcore", "mcpcore_echo", False, "framework", "mcpcore.http_limits:LimitedHttpToolsProtocol"),
     Server("sdk", "mcp SDK 2.3", "sdk_echo", True, "framework"),
     Server("sdk_low", "mcp SDK 2.3 low-level", "sdk_lowlevel_echo", True, "framework"),
     Server("fastmcp", "FastMCP 4.2", "fastmcp_echo", True, "framework"),
@@ -442,7 +445,7 @@ def start_server(server: Server, env_extra: dict[str, str], tools: Tools, workdi
     cmd = [*(tools.server_prefix() if wrapper is None else wrapper), str(python["peers" if server.peers else "main"]),
            "-m", "uvicorn",
            "--app-dir", str(SERVERS_DIR), f"{server.module}:app", "--host", "127.0.0.1", "--port", str(port),
-           "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
+           "--loop", "uvloop", "--http", server.http, "--no-access-log", "--log-level", "warning",
            "--timeout-graceful-shutdown", "3"]
     with open(log_path, "wb") as logf:
         proc = subprocess.Popen(cmd, cwd=str(ROOT), env=env, stdin=subprocess.DEVNULL, stdout=logf,
