@@ -31,7 +31,6 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from .config import Settings
@@ -41,6 +40,7 @@ __all__ = ["HttpLimits", "LimitedHttpToolsProtocol"]
 _log = logging.getLogger("mcpcore.http")
 _HEADER_OVERHEAD = 4  # ": " and CRLF around each header line
 _LINGER = -2  # ``_head`` of a refused connection: what still arrives is read and dropped
+_DETACHED = -3  # ``_head`` once the connection is handed to a WebSocket protocol
 LINGER_SECONDS = 1.0
 """How long a refused connection's further bytes are read and dropped before it is closed: a
 close with unread bytes would reset the connection, and the client might lose the answer."""
@@ -110,7 +110,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._body_timeout = limits.body_timeout
         self._max_connections = limits.max_connections
         # Bytes of the head being read (> 0), 0 between requests, -1 while a body is read,
-        # _LINGER once refused.
+        # _LINGER once refused, _DETACHED once upgraded.
         # A read that completes one request and starts the next leaves the new head's first
         # bytes uncounted: the cap may be passed by at most one read before it applies.
         self._head = 0
@@ -149,38 +149,32 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     # -- reading ---------------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
-        if self.timeout_keep_alive_task is not None:
-            self._unset_keepalive_if_required()
         head = self._head
         if head >= 0:
             self._head = head + len(data)  # the whole read, until the head turns out to end inside it
-        elif head == _LINGER:
+        elif head <= _LINGER:
             return
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._cancel_timers()
-            if self._should_upgrade():
-                self.handle_websocket_upgrade()
-            else:
-                self._unsupported_upgrade_warning()
-            return
-        except httptools.HttpParserError:
-            if self._refusal:
-                self._refuse_head(self._refusal)
-                return
-            self.logger.warning("Invalid HTTP request received.")
-            self.send_400_response("Invalid HTTP request received.")
-            return
+        super().data_received(data)
         head = self._head
-        if head:
-            if head > 0:
-                if head > self._max_head:
-                    self._refuse_head(431)
-                elif self._header_timer is None:
-                    self._header_timer = self.loop.call_later(self._header_timeout, self._header_expired)
-            elif self._body_timer is None and not self.transport.is_closing():
-                self._body_timer = self.loop.call_later(self._body_timeout, self._body_expired)
+        if head > 0:
+            if head > self._max_head:
+                self._refuse_head(431)
+            elif self._header_timer is None:
+                self._header_timer = self.loop.call_later(self._header_timeout, self._header_expired)
+        elif head == -1 and self._body_timer is None and not self.transport.is_closing():
+            self._body_timer = self.loop.call_later(self._body_timeout, self._body_expired)
+
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn's answer to a parser error, which a parser callback's refusal also raises.
+        if self._refusal:
+            self._refuse_head(self._refusal)
+        else:
+            super().send_400_response(msg)
+
+    def handle_websocket_upgrade(self) -> None:
+        self._cancel_timers()
+        self._head = _DETACHED
+        super().handle_websocket_upgrade()
 
     # Parser callbacks (uvicorn's, plus the counts).
 

@@ -341,6 +341,18 @@ def test_a_chunked_body_is_read_whole(echo: tuple[int, int]) -> None:
     assert status_of(answer) == 200 and answer.endswith(b"300000")
 
 
+def test_a_websocket_outlives_the_deadlines(echo: tuple[int, int]) -> None:
+    from websockets.sync.client import connect as ws_connect
+
+    port, _ = echo
+    with ws_connect(f"ws://127.0.0.1:{port}/ws", open_timeout=10) as ws:
+        ws.send("one")
+        assert ws.recv(timeout=5) == "one"
+        time.sleep(DEADLINE * 2.5)  # past both deadlines
+        ws.send("two")
+        assert ws.recv(timeout=5) == "two"
+
+
 # -- plain uvicorn ---------------------------------------------------------------------------
 
 

@@ -2,7 +2,8 @@
 it went, so tests see what the app's ``receive()`` was given.
 
 ``POST /echo`` answers the body's length; ``GET /healthz`` 200; ``GET /seen`` the count of
-requests whose ``receive()`` ended in ``http.disconnect`` before the body's end.
+requests whose ``receive()`` ended in ``http.disconnect`` before the body's end. A WebSocket
+echoes each text message.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         while (await receive())["type"] != "lifespan.shutdown":
             await send({"type": "lifespan.startup.complete"})
         await send({"type": "lifespan.shutdown.complete"})
+        return
+    if scope["type"] == "websocket":
+        while (event := await receive())["type"] != "websocket.disconnect":
+            if event["type"] == "websocket.connect":
+                await send({"type": "websocket.accept"})
+            else:
+                await send({"type": "websocket.send", "text": event.get("text") or ""})
         return
     if scope["path"] == "/echo":
         size = 0
