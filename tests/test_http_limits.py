@@ -313,6 +313,19 @@ def test_keep_alive_and_pipelined_requests_still_work(echo: tuple[int, int]) -> 
     assert answers.count(b"\r\n\r\n10") == 4
 
 
+def test_a_head_split_across_reads_and_requests_is_counted_from_its_own_start(echo: tuple[int, int]) -> None:
+    port, _ = echo
+    pad = "X-Pad: " + "a" * 20_000  # each head about 20 KB of the 32 KB cap, each over several reads
+    with connect(port) as s:
+        s.sendall(head("/echo", "Content-Length: 10", pad, method="POST")[:-4])
+        time.sleep(0.1)
+        s.sendall(b"\r\n\r\n" + b"z" * 10 + head("/healthz", "X-Pad: " + "b" * 5000)[:-4])
+        time.sleep(0.1)
+        s.sendall(b"b" * 15_000 + b"\r\nConnection: close\r\n\r\n")
+        answers = read_all(s)
+    assert answers.count(b"HTTP/1.1 200 OK") == 2, answers[:300]
+
+
 def test_a_large_body_in_many_slow_chunks_is_read_whole(echo: tuple[int, int]) -> None:
     port, _ = echo
     size = 1_000_000
