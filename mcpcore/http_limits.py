@@ -93,6 +93,11 @@ def _served_settings(app: Any) -> Settings:
     return Settings.from_env()
 
 
+# uvicorn's methods the hot path extends, called as plain functions (cheaper than super()).
+_uvicorn_data_received = HttpToolsProtocol.data_received
+_uvicorn_on_headers_complete = HttpToolsProtocol.on_headers_complete
+
+
 class _Refused(Exception):
     """Raised inside a parser callback to stop parsing; the status is on the protocol."""
 
@@ -163,7 +168,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             return
         scope = self.scope
         self._read = len(data)
-        super().data_received(data)
+        _uvicorn_data_received(self, data)
         cycle = self.cycle
         if cycle is not None and cycle.scope is self.scope:  # the last request's head is complete
             if self._head:
@@ -201,7 +206,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         if len(self.headers) > self._max_headers or self._head + self._read > self._max_head:
             self._check_head()
-        super().on_headers_complete()
+        _uvicorn_on_headers_complete(self)
 
     def _check_head(self) -> None:
         size = len(self.url) + sum(len(name) + len(value) + _HEADER_OVERHEAD for name, value in self.headers)
