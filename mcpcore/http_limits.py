@@ -31,6 +31,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from .config import Settings
@@ -93,13 +94,22 @@ def _served_settings(app: Any) -> Settings:
     return Settings.from_env()
 
 
-# uvicorn's methods the hot path extends, called as plain functions (cheaper than super()).
-_uvicorn_data_received = HttpToolsProtocol.data_received
+# uvicorn's method the hot path extends, called as a plain function (cheaper than super()).
 _uvicorn_on_headers_complete = HttpToolsProtocol.on_headers_complete
 
 
 class _Refused(Exception):
     """Raised inside a parser callback to stop parsing; the status is on the protocol."""
+
+
+class _Discard:
+    """The parser of a refused connection: what still arrives is dropped."""
+
+    def feed_data(self, data: bytes) -> None:
+        pass
+
+
+_DISCARD = _Discard()
 
 
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
@@ -114,7 +124,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     # and past 30 keys CPython stops sharing the keys, which slows every attribute access in
     # uvicorn's own code (by about 1% of a request's instructions).
     __slots__ = ("_body_timeout", "_body_timer", "_head", "_header_timeout", "_header_timer", "_linger_timer",
-                 "_max_connections", "_max_head", "_max_headers", "_read", "_refusal")
+                 "_max_connections", "_max_head", "_max_headers", "_read", "_refusal", "_scope_seen", "_watch")
 
     def __init__(self, config: Any, server_state: Any, app_state: dict[str, Any],
                  _loop: asyncio.AbstractEventLoop | None = None) -> None:
@@ -131,6 +141,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._head = 0
         self._read = 0  # length of the read being parsed
         self._refusal = 0
+        self._scope_seen: Any = None  # the scope of the last head found incomplete after a read
+        self._watch = False  # false: no deadline runs and no head is being counted
         self._header_timer: asyncio.TimerHandle | None = None
         self._body_timer: asyncio.TimerHandle | None = None
         self._linger_timer: asyncio.TimerHandle | None = None
@@ -145,6 +157,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             return
         super().connection_made(transport)
         self._header_timer = self.loop.call_later(self._header_timeout, self._header_expired)
+        self._watch = True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_timers()
@@ -164,44 +177,66 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     # -- reading ---------------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
-        if self._head < 0:
-            return
-        scope = self.scope
+        # uvicorn's data_received (keep-alive timer off, feed the parser, answer its errors),
+        # written out rather than called: a request's instructions are counted here.
+        keep_alive = self.timeout_keep_alive_task
+        if keep_alive is not None:
+            keep_alive.cancel()
+            self.timeout_keep_alive_task = None
         self._read = len(data)
-        _uvicorn_data_received(self, data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+        except httptools.HttpParserError:
+            if not self._refusal:
+                self.logger.warning("Invalid HTTP request received.")
+            self.send_400_response("Invalid HTTP request received.")
+            return
+        cycle = self.cycle
+        # The common read: whole requests, nothing pending.
+        if cycle is not None and not cycle.more_body and cycle.scope is self.scope and not self._watch:
+            return
+        self._after_read(len(data))
+
+    def _after_read(self, size: int) -> None:
+        head = self._head
+        if head < 0 or self.transport.is_closing():  # refused, upgraded or closed while parsing
+            return
         cycle = self.cycle
         if cycle is not None and cycle.scope is self.scope:  # the last request's head is complete
-            if self._head:
-                self._head = 0
+            self._head = 0
             if self._header_timer is not None:
                 self._header_timer.cancel()
                 self._header_timer = None
             if cycle.more_body:
-                if self._body_timer is None and not self.transport.is_closing():
+                if self._body_timer is None:
                     self._body_timer = self.loop.call_later(self._body_timeout, self._body_expired)
             elif self._body_timer is not None:
                 self._body_timer.cancel()
                 self._body_timer = None
-            return
-        head = self._head
-        if head < 0 or self.transport.is_closing():  # refused, upgraded or closed while parsing
-            return
-        if self.scope is scope:  # the same head goes on
-            head += len(data)
-            if head > self._max_head:
-                self._refuse_head(431)
-                return
-            self._head = head
-        else:  # a request started in this read, after any earlier one's body ended
-            self._head = 0
-            if self._body_timer is not None:
-                self._body_timer.cancel()
-                self._body_timer = None
-            if scope is not None and self._header_timer is not None:  # the first keeps its deadline
-                self._header_timer.cancel()
-                self._header_timer = None
-        if self._header_timer is None:
-            self._header_timer = self.loop.call_later(self._header_timeout, self._header_expired)
+        else:
+            if self.scope is self._scope_seen:  # the same head goes on: the whole read is head
+                head += size
+                if head > self._max_head:
+                    self._refuse_head(431)
+                    return
+                self._head = head
+            else:  # a request started in this read, after any earlier one's body ended
+                if self._scope_seen is not None and self._header_timer is not None:  # the first keeps its deadline
+                    self._header_timer.cancel()
+                    self._header_timer = None
+                self._scope_seen = self.scope
+                self._head = 0
+                if self._body_timer is not None:
+                    self._body_timer.cancel()
+                    self._body_timer = None
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(self._header_timeout, self._header_expired)
+        self._watch = self._header_timer is not None or self._body_timer is not None or self._head != 0
 
     def on_headers_complete(self) -> None:
         if len(self.headers) > self._max_headers or self._head + self._read > self._max_head:
@@ -269,6 +304,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self._refuse(status, reason)
         else:
             self._head = _LINGER
+            self.parser = _DISCARD  # type: ignore[assignment]
             self._cancel_timers()
             self.transport.close()
 
@@ -276,6 +312,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         """Answer ``status`` with ``Connection: close``, end the sending side, and read and drop
         whatever else arrives for :data:`LINGER_SECONDS` (or until the client closes)."""
         self._head = _LINGER
+        self.parser = _DISCARD  # type: ignore[assignment]
         self._cancel_timers()
         transport = self.transport
         parts = [STATUS_LINE[status]]
