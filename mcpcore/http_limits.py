@@ -142,7 +142,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._read = 0  # length of the read being parsed
         self._refusal = 0
         self._scope_seen: Any = None  # the scope of the last head found incomplete after a read
-        self._watch = False  # false: no deadline runs and no head is being counted
+        self._watch = True  # false: a head is complete, no deadline runs and no head is being counted
         self._header_timer: asyncio.TimerHandle | None = None
         self._body_timer: asyncio.TimerHandle | None = None
         self._linger_timer: asyncio.TimerHandle | None = None
@@ -157,7 +157,6 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             return
         super().connection_made(transport)
         self._header_timer = self.loop.call_later(self._header_timeout, self._header_expired)
-        self._watch = True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_timers()
@@ -196,10 +195,12 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 self.logger.warning("Invalid HTTP request received.")
             self.send_400_response("Invalid HTTP request received.")
             return
-        cycle = self.cycle
-        # The common read: whole requests, nothing pending.
-        if cycle is not None and not cycle.more_body and cycle.scope is self.scope and not self._watch:
-            return
+        # The common read: whole requests, nothing pending (_watch is true until a first head
+        # is complete, so there is a cycle).
+        if not self._watch:
+            cycle = self.cycle
+            if not cycle.more_body and cycle.scope is self.scope:
+                return
         self._after_read(len(data))
 
     def _after_read(self, size: int) -> None:

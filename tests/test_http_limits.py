@@ -283,6 +283,10 @@ def test_connections_beyond_the_bound_are_answered_503_and_closed() -> None:
             answer = read_all(extra)
             extra.close()
             assert status_of(answer) == 503
+            with connect(port) as extra:  # one that sends its request at once gets the answer too
+                extra.sendall(head())
+                answer = read_all(extra)
+            assert status_of(answer) == 503
             assert b"retry-after: 1" in answer.lower() and b"connection: close" in answer.lower()
             held.pop().close()
             for _ in range(100):  # once the server has seen the close, there is room again
