@@ -19,8 +19,10 @@
 the served McpApp's settings when uvicorn serves one (directly or wrapped in middleware), else
 from the environment.
 
-A request whose head (and body) arrive in one read costs a few integer comparisons: deadline
-timers are started only when a read leaves the head or the body incomplete.
+A read that holds whole requests costs a few attribute checks: deadline timers are started
+only when a read leaves a head or a body incomplete. A head is held to its cap exactly once
+complete; while it arrives, a read in which a new request starts is not counted, so at most
+one read (about 256 KB) more than the cap is buffered before the connection is refused.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from .config import Settings
 
-__all__ = ["HttpLimits", "LimitedHttpToolsProtocol"]
+__all__ = ["HttpLimits", "LimitedHttpToolsProtocol", "set_limits"]
 
 _log = logging.getLogger("mcpcore.http")
 _HEADER_OVERHEAD = 4  # ": " and CRLF around each header line
