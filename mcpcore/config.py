@@ -112,6 +112,12 @@ class Settings:
     endpoint_path: str = _env("MCP_HTTP_ENDPOINT_PATH", _path, "/mcp")
     max_body_bytes: int = _env("MCP_HTTP_MAX_BODY_BYTES", _int(0), 1_048_576)
     max_json_depth: int = _env("MCP_HTTP_MAX_JSON_DEPTH", _int(2, 10_000), 64)
+    # The HTTP server's own ceilings (mcpcore.http_limits), applied before the app runs.
+    http_max_header_bytes: int = _env("MCP_HTTP_MAX_HEADER_BYTES", _int(1024, 1_048_576), 32_768)
+    http_max_headers: int = _env("MCP_HTTP_MAX_HEADERS", _int(1, 10_000), 100)
+    http_header_timeout_ms: int = _env("MCP_HTTP_HEADER_TIMEOUT_MS", _int(100, 3_600_000), 10_000)
+    http_body_timeout_ms: int = _env("MCP_HTTP_BODY_TIMEOUT_MS", _int(100, 3_600_000), 30_000)
+    http_max_connections: int = _env("MCP_HTTP_MAX_CONNECTIONS", _int(1), 1000)
     session_mode: str | None = _env("MCP_SESSION_MODE", _choice("stateless", "stateful", "auto"), None)
     session_idle_ms: int = _env("MCP_STATEFUL_SESSION_STALE_TIMEOUT_MS", _int(1000), 1_800_000)
     max_sessions: int = _env("MCP_MAX_SESSIONS", _int(1), 10_000)

@@ -98,15 +98,21 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
     except ImportError:
         pass
     try:
-        import httptools  # noqa: F401
-        options["http"] = "httptools"
-    except ImportError:
-        pass
+        from .http_limits import HttpLimits, LimitedHttpToolsProtocol, set_limits
+    except ImportError:  # no httptools: h11, which caps an incomplete head at this many bytes
+        limits = None
+        options["h11_max_incomplete_event_size"] = settings.http_max_header_bytes
+    else:  # header caps, read deadlines and a connection bound (mcpcore.http_limits)
+        limits = HttpLimits.from_settings(settings)
+        options["http"] = LimitedHttpToolsProtocol
     if (workers > 1 or reload) and target is not None:
         _announce(app, host, port)
         uvicorn.run(target, workers=workers, reload=reload, **options)
         return
-    server = _draining_server_class()(uvicorn.Config(app, **options))
+    config = uvicorn.Config(app, **options)
+    if limits is not None:
+        set_limits(config, limits)
+    server = _draining_server_class()(config)
     server.mcp_app = app if _is_mcp_app(app) else None
     server.served_app = app
     server.run()

@@ -1,12 +1,16 @@
-"""Hostile input: a property-based fuzzer over both eras, depth and size limits, exhaustion by
-abandoned sessions, and draining on SIGTERM under load."""
+"""Hostile input: a property-based fuzzer over both eras (and one over request heads at the HTTP
+server), depth and size limits, exhaustion by abandoned sessions, and draining on SIGTERM under
+load."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import socket
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -171,3 +175,46 @@ async def test_after_end_keep_alive_every_response_closes_its_connection() -> No
                          c.headers("tools/call", params))
         assert r.status_code == 200 and r.headers["connection"] == "close"
         assert (await c.http.get(c.url.replace("/mcp", "/healthz"))).headers["connection"] == "close"
+
+
+HEAD_CAP, HEADERS_CAP = 4096, 20
+token = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=40)
+field_value = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), max_size=3000)
+
+
+@pytest.fixture(scope="module")
+def small_heads_port() -> Iterator[int]:
+    env = {"MCP_HTTP_MAX_HEADER_BYTES": str(HEAD_CAP), "MCP_HTTP_MAX_HEADERS": str(HEADERS_CAP),
+           "MCP_LOG_LEVEL": "warning"}
+    with run_server(env=env) as url:
+        yield httpx.URL(url).port or 0
+
+
+@pytest.mark.slow
+@settings(max_examples=max(FUZZ_EXAMPLES // 20, 20), deadline=None, suppress_health_check=list(HealthCheck))
+@given(fields=st.lists(st.tuples(token, field_value), max_size=3 * HEADERS_CAP // 2),
+       query=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789=&", max_size=3000),
+       piece=st.integers(min_value=1, max_value=2 * HEAD_CAP))
+def test_fuzzed_request_heads_are_capped_by_the_server(small_heads_port: int, fields: list[tuple[str, str]],
+                                                       query: str, piece: int) -> None:
+    raw = (f"GET /healthz?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+           + "".join(f"x-{name}: {value}\r\n" for name, value in fields) + "\r\n").encode()
+    with socket.create_connection(("127.0.0.1", small_heads_port), timeout=10) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with contextlib.suppress(OSError):  # the server may refuse before the head is all sent
+            for i in range(0, len(raw), piece):
+                s.sendall(raw[i:i + piece])
+        answer = b""
+        with contextlib.suppress(ConnectionResetError):
+            while b"\r\n\r\n" not in answer and (chunk := s.recv(65536)):
+                answer += chunk
+    status = int(answer[9:12])
+    # The cap counts the bytes as sent; "GET ", " HTTP/1.1" and the CRLFs that end the request
+    # line and the head (17 bytes) may or may not be counted, depending on how reads split.
+    if len(fields) + 1 > HEADERS_CAP or len(raw) > HEAD_CAP + 17:
+        assert status == 431, (len(fields), len(raw), answer[:100])
+        assert b"connection: close" in answer
+    elif len(raw) <= HEAD_CAP:
+        assert status == 200, (len(fields), len(raw), answer[:100])
+    else:
+        assert status in (200, 431)

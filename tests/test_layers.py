@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"definitions", "extensions"},
     {"server", "lint"},
     {"runtime", "transports"},
-    {"landing", "side_routes", "serving", "wiring"},
+    {"landing", "side_routes", "serving", "http_limits", "wiring"},
     {"app"},
     {"cli", "testing", "__main__", ""},
 ]

@@ -14,10 +14,13 @@ class Server:
     module: str
     peers: bool  # runs in benchmarks/.venv-peers instead of the project's .venv
     kind: str  # "framework" | "bare"
+    # uvicorn's --http: mcpcore's is the protocol `mcpcore run` serves with (header caps, read
+    # deadlines, a connection bound), so the benchmark measures what users run.
+    http: str = "httptools"
 
 
 SERVERS: dict[str, Server] = {s.key: s for s in (
-    Server("mcpcore", "mcpcore", "mcpcore_echo", False, "framework"),
+    Server("mcpcore", "mcpcore", "mcpcore_echo", False, "framework", "mcpcore.http_limits:LimitedHttpToolsProtocol"),
     Server("sdk", "mcp SDK 2.3", "sdk_echo", True, "framework"),
     Server("sdk_low", "mcp SDK 2.3 low-level", "sdk_lowlevel_echo", True, "framework"),
     Server("fastmcp", "FastMCP 4.2", "fastmcp_echo", True, "framework"),

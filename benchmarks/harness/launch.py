@@ -46,7 +46,7 @@ def uvicorn_command(server: Server, python: Path, port: int) -> list[str]:
     """uvicorn serving ``server``'s app on ``port``, with the settings every server shares."""
     return [str(python), "-m", "uvicorn",
             "--app-dir", str(SERVERS_DIR), f"{server.module}:app", "--host", "127.0.0.1", "--port", str(port),
-            "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
+            "--loop", "uvloop", "--http", server.http, "--no-access-log", "--log-level", "warning",
             "--timeout-graceful-shutdown", "3"]
 
 

@@ -34,6 +34,18 @@ MEANINGS: dict[str, str] = {
     "MCP_HTTP_MAX_BODY_BYTES": "Largest request body accepted; larger ones are answered 413 before parsing "
                                "(`0`: no cap).",
     "MCP_HTTP_MAX_JSON_DEPTH": "Deepest JSON nesting accepted in a message (2 to 10000).",
+    "MCP_HTTP_MAX_HEADER_BYTES": "Largest request line plus header lines, as sent; a larger head is answered "
+                                 "431 and the connection closed (`mcpcore run`; see docs/deployment.md for "
+                                 "plain uvicorn).",
+    "MCP_HTTP_MAX_HEADERS": "Most header lines in one request; more are answered 431 and the connection closed.",
+    "MCP_HTTP_HEADER_TIMEOUT_MS": "Time a client has to send a request's line and headers (from connecting, for "
+                                  "its first request); then 408 and the connection closes (silently if it "
+                                  "sent nothing).",
+    "MCP_HTTP_BODY_TIMEOUT_MS": "Time a client has to send a request's body after its headers; then 408 (when "
+                                "no response has started; the app's `receive()` sees `http.disconnect`) and "
+                                "the connection closes.",
+    "MCP_HTTP_MAX_CONNECTIONS": "Most open HTTP connections per process; one more is answered 503 with "
+                                "`Retry-After: 1` as soon as it is accepted, and closed.",
     "MCP_SESSION_MODE": "2025-era session handling: `stateful` (every request needs a session), `auto` "
                         "(sessions on `initialize`, requests without one served sessionless) or `stateless` "
                         "(no sessions). Unset: the code's `SessionMode(default=...)`, itself `auto` by default.",
