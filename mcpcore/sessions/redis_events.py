@@ -9,7 +9,12 @@ from typing import Any
 
 from .events import END
 
-__all__ = ["RedisEventBuffer"]
+__all__ = ["RedisEventBuffer", "events_key"]
+
+
+def events_key(namespace: str, session_id: str) -> str:
+    """A session's stream: its own hash tag, so a Cluster spreads the streams over its nodes."""
+    return f"{{{namespace}:s:{session_id}}}:events"
 
 
 class RedisEventBuffer:
@@ -25,7 +30,7 @@ class RedisEventBuffer:
         self.block_ms = block_ms
 
     def key(self, session_id: str) -> str:
-        return f"{{{self.ns}:s:{session_id}}}:events"
+        return events_key(self.ns, session_id)
 
     async def _add(self, session_id: str, fields: dict[str, Any]) -> str:
         key = self.key(session_id)
