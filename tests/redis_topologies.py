@@ -8,7 +8,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,12 +54,22 @@ def _ask(port: int, *words: str) -> str:
         return ""
 
 
-def _wait(what: str, check: object, timeout: float = 20) -> None:
+def _wait(what: str, check: Callable[[], bool], timeout: float = 20, log: Path | None = None,
+          proc: subprocess.Popen[bytes] | None = None) -> None:
     deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
+    while not check():
+        if time.monotonic() > deadline or (proc is not None and proc.poll() is not None):
+            tail = log.read_text(errors="replace")[-800:] if log is not None and log.exists() else ""
+            raise RuntimeError(f"timed out waiting for {what}{': ' + tail if tail else ''}")
         time.sleep(0.05)
+
+
+def _node_port() -> int:
+    """A free port a cluster node accepts (Redis refuses ports above 55535 in cluster mode)."""
+    while True:
+        port = free_port()
+        if port <= 55535:
+            return port
 
 
 @dataclass
@@ -122,17 +132,19 @@ def redis_cluster(tmp: Path, masters: int = 3) -> Iterator[Topology]:
     """``masters`` cluster-enabled servers joined with ``redis-cli --cluster create`` (no
     replicas); yields once every node reports ``cluster_state:ok``."""
     tmp.mkdir(parents=True, exist_ok=True)
-    ports = [free_port() for _ in range(masters)]
+    ports = [_node_port() for _ in range(masters)]
     procs: dict[int, subprocess.Popen[bytes]] = {}
     try:
         for port in ports:
             folder = tmp / f"node-{port}"
             folder.mkdir()
+            # The cluster bus port is chosen too (the default, port + 10000, may be taken).
             procs[port] = _start(_server(port, folder, "--cluster-enabled", "yes", "--cluster-config-file",
-                                         str(folder / "nodes.conf"), "--cluster-node-timeout", "2000"),
-                                 tmp / f"node-{port}.log")
+                                         str(folder / "nodes.conf"), "--cluster-node-timeout", "2000",
+                                         "--cluster-port", str(free_port())), tmp / f"node-{port}.log")
         for port in ports:
-            _wait(f"cluster node {port}", lambda p=port: _ask(p, "PING").startswith("+PONG"))
+            _wait(f"cluster node {port}", lambda p=port: procs[p].poll() is None and _ask(p, "PING").startswith(
+                "+PONG"), log=tmp / f"node-{port}.log", proc=procs[port])
         create = subprocess.run([_exe("redis-cli"), "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports],
                                  "--cluster-replicas", "0", "--cluster-yes"], capture_output=True, timeout=60)
         if create.returncode != 0:

@@ -156,6 +156,7 @@ class RedisBus:
         if not self.sharded:
             await pubsub.subscribe(self.channel)
             return pubsub.connection
+        await self.r.initialize()  # the slot map: ssubscribe needs the channel's owner
         await pubsub.ssubscribe(self.channel)
         inner = next(iter(pubsub.node_pubsub_mapping.values()), None)  # the channel's slot owner
         if inner is None or inner.connection is None:
