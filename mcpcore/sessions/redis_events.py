@@ -7,6 +7,7 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from ..redis_client import guarded
 from .events import END
 
 __all__ = ["RedisEventBuffer", "events_key"]
@@ -19,7 +20,8 @@ def events_key(namespace: str, session_id: str) -> str:
 
 class RedisEventBuffer:
     """Stream entries carry ``s`` (stream id) and ``d`` (data) fields; an entry with ``e`` ends
-    its stream. Event ids are ``<streamId>_<redis entry id>``."""
+    its stream. Event ids are ``<streamId>_<redis entry id>``. While Redis is unreachable every
+    operation raises ``McpError(ServiceUnavailable)``."""
 
     def __init__(self, client: Any, *, namespace: str = "mcpcore", max_events: int = 512,
                  ttl_ms: int = 300_000, block_ms: int = 1000) -> None:
@@ -39,7 +41,7 @@ class RedisEventBuffer:
             pipe.xadd(key, fields, maxlen=self.max_events, approximate=False)
             pipe.xtrim(key, minid=min_id, approximate=True)
             pipe.pexpire(key, self.ttl_ms)
-            res = await pipe.execute()
+            res = await guarded(pipe.execute())
         entry = res[0]
         return entry.decode() if isinstance(entry, bytes) else str(entry)
 
@@ -54,14 +56,14 @@ class RedisEventBuffer:
         key = self.key(session_id)
         last = "0-0"
         if after is not None:
-            found = await self.r.xrange(key, min=after, max=after, count=1)
+            found = await guarded(self.r.xrange(key, min=after, max=after, count=1))
             if not found or _field(found[0][1], "s") != stream_id:
                 raise LookupError(after)
             last = after
         while True:
-            batch = await self.r.xread({key: last}, count=200, block=self.block_ms)
+            batch = await guarded(self.r.xread({key: last}, count=200, block=self.block_ms))
             if not batch:
-                if not await self.r.exists(key):
+                if not await guarded(self.r.exists(key)):
                     return
                 continue
             for entry_id, fields in batch[0][1]:
@@ -75,7 +77,7 @@ class RedisEventBuffer:
                 yield f"{stream_id}_{eid}", data if isinstance(data, bytes) else str(data).encode()
 
     async def release(self, session_id: str) -> None:
-        await self.r.delete(self.key(session_id))
+        await guarded(self.r.delete(self.key(session_id)))
 
 
 def _field(fields: dict[Any, Any], name: str) -> str | None:
