@@ -19,6 +19,9 @@ once the topology has settled, just works: nothing needs a restart.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -29,6 +32,7 @@ __all__ = ["UNAVAILABLE", "cluster_unreachable", "create_redis_client", "describ
            "redis_unavailable"]
 
 T = TypeVar("T")
+log = logging.getLogger("mcpcore.redis")
 
 try:
     from redis import exceptions as _rex
@@ -166,9 +170,23 @@ def _sentinel_client(settings: Settings, url: str, opts: dict[str, Any], health_
     from redis.asyncio.sentinel import Sentinel
 
     class SentinelPrimary(Redis):
-        """The primary's client; closing it closes the sentinel connections too."""
+        """The primary's client. On its first command it starts following the sentinels'
+        ``+switch-master`` announcements (see :func:`_follow_failovers`); closing it stops that
+        and closes the sentinel connections too."""
+
+        _watch: asyncio.Task[None] | None = None
+
+        async def execute_command(self, *args: Any, **options: Any) -> Any:
+            if self._watch is None:
+                self._watch = asyncio.get_running_loop().create_task(_follow_failovers(self.connection_pool))
+            return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
 
         async def aclose(self, close_connection_pool: bool | None = None) -> None:
+            watch, self._watch = self._watch, None
+            if watch is not None:
+                watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await watch
             await super().aclose(close_connection_pool)
             pool: Any = self.connection_pool
             for sentinel in pool.sentinel_manager.sentinels:
@@ -187,3 +205,48 @@ def _sentinel_client(settings: Settings, url: str, opts: dict[str, Any], health_
     sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_opts)  # type: ignore[no-untyped-call]
     return sentinel.master_for(str(settings.redis_sentinel_master), redis_class=SentinelPrimary,
                                health_check_interval=health_check_interval, **opts, **primary)
+
+
+async def _follow_failovers(pool: Any) -> None:
+    """Close every connection of ``pool`` (a ``SentinelConnectionPool``) as soon as a sentinel
+    announces a new primary, so the next command connects to it.
+
+    Without this, connections opened before a planned failover (``SENTINEL FAILOVER``) keep
+    talking to the old primary, which accepts writes until the sentinels demote it, seconds
+    later, and those writes are then lost; the bus subscription on it would hear nothing. The
+    primary's address is also re-checked on every (re)subscription, for announcements missed
+    while no sentinel was reachable.
+    """
+    sentinels = pool.sentinel_manager.sentinels
+    name = pool.service_name
+    turn = 0
+    while True:
+        pubsub = sentinels[turn % len(sentinels)].pubsub(ignore_subscribe_messages=True)
+        turn += 1
+        try:
+            await pubsub.subscribe("+switch-master")
+            known = pool.master_address
+            if known is not None and await pool.sentinel_manager.discover_master(name) != known:
+                await _reconnect(pool, "the primary changed while no sentinel was followed")
+            while True:
+                msg = await pubsub.get_message(timeout=1.0)
+                if msg is None:
+                    continue
+                data = msg.get("data")
+                words = (data.decode(errors="replace") if isinstance(data, bytes) else str(data)).split()
+                if words and words[0] == name:  # <name> <old ip> <old port> <new ip> <new port>
+                    await _reconnect(pool, f"the sentinels promoted {':'.join(words[3:5])}")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.debug("following the sentinels failed (%s); trying the next one", type(exc).__name__)
+            await asyncio.sleep(0.5)
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+
+
+async def _reconnect(pool: Any, why: str) -> None:
+    log.warning("Redis failover: %s; reconnecting", why)
+    pool.master_address = None
+    await pool.disconnect(inuse_connections=True)

@@ -79,10 +79,24 @@ class Topology:
     mode: str
     env: dict[str, str]
     procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)  # by port
+    commands: dict[int, tuple[list[str], Path]] = field(default_factory=dict)  # by port: argv, log
 
     @property
     def url(self) -> str:
         return self.env.get("REDIS_URL", "")
+
+    def stop(self, port: int) -> None:
+        """SIGTERM the server on ``port`` and wait for it."""
+        proc = self.procs[port]
+        proc.terminate()
+        proc.wait(10)
+
+    def start(self, port: int) -> None:
+        """Start the server on ``port`` again with its first command line (a cluster node keeps
+        its identity and slots in nodes.conf); returns once it answers PING."""
+        args, log = self.commands[port]
+        self.procs[port] = _start(args, log)
+        _wait(f"server {port}", lambda: _ask(port, "PING").startswith("+PONG"), log=log, proc=self.procs[port])
 
 
 @dataclass
@@ -134,14 +148,16 @@ def redis_cluster(tmp: Path, masters: int = 3) -> Iterator[Topology]:
     tmp.mkdir(parents=True, exist_ok=True)
     ports = [_node_port() for _ in range(masters)]
     procs: dict[int, subprocess.Popen[bytes]] = {}
+    commands: dict[int, tuple[list[str], Path]] = {}
     try:
         for port in ports:
             folder = tmp / f"node-{port}"
             folder.mkdir()
             # The cluster bus port is chosen too (the default, port + 10000, may be taken).
-            procs[port] = _start(_server(port, folder, "--cluster-enabled", "yes", "--cluster-config-file",
-                                         str(folder / "nodes.conf"), "--cluster-node-timeout", "2000",
-                                         "--cluster-port", str(free_port())), tmp / f"node-{port}.log")
+            commands[port] = (_server(port, folder, "--cluster-enabled", "yes", "--cluster-config-file",
+                                      str(folder / "nodes.conf"), "--cluster-node-timeout", "2000",
+                                      "--cluster-port", str(free_port())), tmp / f"node-{port}.log")
+            procs[port] = _start(*commands[port])
         for port in ports:
             _wait(f"cluster node {port}", lambda p=port: procs[p].poll() is None and _ask(p, "PING").startswith(
                 "+PONG"), log=tmp / f"node-{port}.log", proc=procs[port])
@@ -152,7 +168,7 @@ def redis_cluster(tmp: Path, masters: int = 3) -> Iterator[Topology]:
         for port in ports:
             _wait(f"cluster_state:ok on {port}", lambda p=port: "cluster_state:ok" in _ask(p, "CLUSTER", "INFO"))
         yield Topology("cluster", {"MCP_REDIS_MODE": "cluster", "REDIS_URL": f"redis://127.0.0.1:{ports[0]}/0"},
-                       procs)
+                       procs, commands)
     finally:
         _stop(procs)
 
@@ -180,7 +196,7 @@ def redis_sentinel_set(tmp: Path, down_after_ms: int = 1000) -> Iterator[Sentine
             procs[port] = _start([_exe("redis-server"), str(conf), "--sentinel"], tmp / f"sentinel-{port}.log")
         topo = SentinelSet("sentinel", {
             "MCP_REDIS_MODE": "sentinel", "MCP_REDIS_SENTINEL_MASTER": MASTER,
-            "MCP_REDIS_SENTINELS": ",".join(f"127.0.0.1:{p}" for p in sentinels)}, procs, [primary, replica],
+            "MCP_REDIS_SENTINELS": ",".join(f"127.0.0.1:{p}" for p in sentinels)}, procs, {}, [primary, replica],
             sentinels)
         _wait("the replica to sync", lambda: topo.replica_in_sync(primary))
 
