@@ -176,7 +176,7 @@ async def test_sentinel_failover_under_load(tmp_path: Path) -> None:
                 # Every session created and replicated before a switch still works after both.
                 replicated = [o.session for o in outcomes if o.session is not None and o.end < checkpoints[-1]
                               and not during(o, windows[0])]
-                assert len(replicated) > 10
+                assert len(replicated) >= 3
                 for n, session in enumerate(replicated):
                     assert await _alive(http, urls[n % 2], session), "a replicated session was lost"
                 in_switch = [o.session for o in outcomes if o.session is not None and during(o, windows[0])]
