@@ -8,7 +8,8 @@ the deployment's topology: ``MCP_REDIS_MODE`` = ``standalone`` (default), ``clus
   tag (see :mod:`mcpcore.sessions.redis`), and the bus uses sharded pub/sub.
 * **sentinel**: ``MCP_REDIS_SENTINELS`` (``host:port,...``) and ``MCP_REDIS_SENTINEL_MASTER`` name
   the sentinels and the primary's service name; each new connection asks a sentinel where the
-  primary is, so after a failover the client reconnects to the promoted replica by itself.
+  primary is, and each client follows the sentinels' failover announcements to move its open
+  connections at once (see :mod:`mcpcore.redis_sentinel`).
   ``REDIS_URL``, when set, gives the primary's credentials, database and TLS (``rediss://``);
   its host and port are not used. ``MCP_REDIS_SENTINEL_PASSWORD`` authenticates to the sentinels.
 
@@ -19,9 +20,6 @@ once the topology has settled, just works: nothing needs a restart.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -32,7 +30,6 @@ __all__ = ["UNAVAILABLE", "cluster_unreachable", "create_redis_client", "describ
            "redis_unavailable"]
 
 T = TypeVar("T")
-log = logging.getLogger("mcpcore.redis")
 
 try:
     from redis import exceptions as _rex
@@ -158,95 +155,9 @@ def create_redis_client(settings: Settings, *, needed_by: str = "MCP_SESSION_STO
         # Slot map refreshed on every MOVED, so a resharded or failed-over slot is found at once.
         return RedisCluster.from_url(url, reinitialize_steps=1, health_check_interval=health_check_interval, **opts)
     if settings.redis_mode == "sentinel":
-        return _sentinel_client(settings, url, opts, health_check_interval)
+        from .redis_sentinel import sentinel_client
+
+        return sentinel_client(settings, url, opts, health_check_interval)
     import redis.asyncio as redis_asyncio
 
     return redis_asyncio.from_url(url, health_check_interval=health_check_interval, **opts)
-
-
-def _sentinel_client(settings: Settings, url: str, opts: dict[str, Any], health_check_interval: int) -> Any:
-    from redis.asyncio import Redis
-    from redis.asyncio.connection import parse_url
-    from redis.asyncio.sentinel import Sentinel
-
-    class SentinelPrimary(Redis):
-        """The primary's client. On its first command it starts following the sentinels'
-        ``+switch-master`` announcements (see :func:`_follow_failovers`); closing it stops that
-        and closes the sentinel connections too."""
-
-        _watch: asyncio.Task[None] | None = None
-
-        async def execute_command(self, *args: Any, **options: Any) -> Any:
-            if self._watch is None:
-                self._watch = asyncio.get_running_loop().create_task(_follow_failovers(self.connection_pool))
-            return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
-
-        async def aclose(self, close_connection_pool: bool | None = None) -> None:
-            watch, self._watch = self._watch, None
-            if watch is not None:
-                watch.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await watch
-            await super().aclose(close_connection_pool)
-            pool: Any = self.connection_pool
-            for sentinel in pool.sentinel_manager.sentinels:
-                await sentinel.aclose()
-
-    primary: dict[str, Any] = {}
-    if url:
-        parsed = parse_url(url)
-        primary = {k: v for k, v in parsed.items() if k not in ("host", "port", "path", "connection_class")}
-        if url.startswith("rediss://"):
-            primary["ssl"] = True
-    sentinel_opts: dict[str, Any] = {"socket_timeout": _CONNECT_TIMEOUT, "socket_connect_timeout": _CONNECT_TIMEOUT}
-    if settings.redis_sentinel_password is not None:
-        sentinel_opts["password"] = settings.redis_sentinel_password.get_secret_value()
-    hosts = [(hp.rpartition(":")[0], int(hp.rpartition(":")[2])) for hp in settings.redis_sentinels]
-    sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_opts)  # type: ignore[no-untyped-call]
-    return sentinel.master_for(str(settings.redis_sentinel_master), redis_class=SentinelPrimary,
-                               health_check_interval=health_check_interval, **opts, **primary)
-
-
-async def _follow_failovers(pool: Any) -> None:
-    """Close every connection of ``pool`` (a ``SentinelConnectionPool``) as soon as a sentinel
-    announces a new primary, so the next command connects to it.
-
-    Without this, connections opened before a planned failover (``SENTINEL FAILOVER``) keep
-    talking to the old primary, which accepts writes until the sentinels demote it, seconds
-    later, and those writes are then lost; the bus subscription on it would hear nothing. The
-    primary's address is also re-checked on every (re)subscription, for announcements missed
-    while no sentinel was reachable.
-    """
-    sentinels = pool.sentinel_manager.sentinels
-    name = pool.service_name
-    turn = 0
-    while True:
-        pubsub = sentinels[turn % len(sentinels)].pubsub(ignore_subscribe_messages=True)
-        turn += 1
-        try:
-            await pubsub.subscribe("+switch-master")
-            known = pool.master_address
-            if known is not None and await pool.sentinel_manager.discover_master(name) != known:
-                await _reconnect(pool, "the primary changed while no sentinel was followed")
-            while True:
-                msg = await pubsub.get_message(timeout=1.0)
-                if msg is None:
-                    continue
-                data = msg.get("data")
-                words = (data.decode(errors="replace") if isinstance(data, bytes) else str(data)).split()
-                if words and words[0] == name:  # <name> <old ip> <old port> <new ip> <new port>
-                    await _reconnect(pool, f"the sentinels promoted {':'.join(words[3:5])}")
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.debug("following the sentinels failed (%s); trying the next one", type(exc).__name__)
-            await asyncio.sleep(0.5)
-        finally:
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()
-
-
-async def _reconnect(pool: Any, why: str) -> None:
-    log.warning("Redis failover: %s; reconnecting", why)
-    pool.master_address = None
-    await pool.disconnect(inuse_connections=True)
