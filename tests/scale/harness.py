@@ -18,8 +18,6 @@ from typing import Any
 import httpx
 import uvicorn
 
-from mcpcore import Settings
-from mcpcore.redis_client import create_redis_client
 from mcpcore.testing import McpTestClient
 from tests.redis_topologies import Topology, redis_topology
 from tests.servers import PROCESSES, free_port, run_server
@@ -40,9 +38,27 @@ class Cluster:
         assert self.topology.mode == "standalone"
         return next(iter(self.topology.procs.values()))
 
-    def redis(self) -> Any:
-        """A client for the topology, as the instances build theirs (the caller closes it)."""
-        return create_redis_client(Settings.from_env(self.env))
+    def xrange(self, key: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
+        """The entries of the stream ``key``, read with a blocking client made for this call (run it
+        in a thread; a cluster client that reinitialises its slot map while the cluster settles
+        would leave asyncio connections behind for the garbage collector to warn about)."""
+        import redis
+        import redis.cluster
+        import redis.sentinel
+
+        topo = self.topology
+        client: Any
+        if topo.mode == "cluster":
+            client = redis.cluster.RedisCluster.from_url(topo.url)
+        elif topo.mode == "sentinel":
+            hosts = [(h, int(p)) for h, p in (hp.rsplit(":", 1) for hp in topo.env["MCP_REDIS_SENTINELS"].split(","))]
+            client = redis.sentinel.Sentinel(hosts).master_for(topo.env["MCP_REDIS_SENTINEL_MASTER"])
+        else:
+            client = redis.Redis.from_url(topo.url)
+        try:
+            return list(client.xrange(key))
+        finally:
+            client.close()
 
 
 @contextlib.contextmanager
