@@ -151,6 +151,9 @@ def create_redis_client(settings: Settings, *, needed_by: str = "MCP_SESSION_STO
     if settings.redis_mode == "cluster":
         from redis.asyncio.cluster import RedisCluster
 
+        if not hasattr(RedisCluster, "pubsub"):  # asyncio cluster pub/sub came with redis-py 8.0
+            raise ConfigurationError("MCP_REDIS_MODE=cluster needs redis-py 8.0 or later (sharded pub/sub on the "
+                                     "asyncio cluster client): pip install 'redis[hiredis]>=8'")
         opts.pop("retry_on_timeout")  # the cluster client retries timeouts as connection errors
         # Slot map refreshed on every MOVED, so a resharded or failed-over slot is found at once.
         return RedisCluster.from_url(url, reinitialize_steps=1, health_check_interval=health_check_interval, **opts)
