@@ -74,6 +74,16 @@ def _csv(name: str, raw: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in raw.split(",") if p.strip())
 
 
+def _hostports(name: str, raw: str) -> tuple[str, ...]:
+    out = []
+    for part in _csv(name, raw):
+        host, sep, port = part.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigurationError(f"{name} must be comma-separated host:port pairs, got {part!r}")
+        out.append(f"{host.strip('[]')}:{int(port)}")
+    return tuple(out)
+
+
 def _str(name: str, raw: str) -> str:
     return raw.strip()
 
@@ -143,6 +153,10 @@ class Settings:
     storage_max_entries: int = _env("STORAGE_MAX_ENTRIES", _int(1), 10_000)
     redis_url: str | None = _env("REDIS_URL", _str, None)
     session_store: str = _env("MCP_SESSION_STORE", _choice("memory", "redis"), "memory")
+    redis_mode: str = _env("MCP_REDIS_MODE", _choice("standalone", "cluster", "sentinel"), "standalone")
+    redis_sentinels: tuple[str, ...] = _env("MCP_REDIS_SENTINELS", _hostports, ())
+    redis_sentinel_master: str | None = _env("MCP_REDIS_SENTINEL_MASTER", _str, None)
+    redis_sentinel_password: SecretStr | None = _env("MCP_REDIS_SENTINEL_PASSWORD", _secret, None)  # noqa: RUF009
     storage_cursor_key: str | None = _env("MCP_STORAGE_CURSOR_KEY", _str, None)
     request_state_key: str | None = _env("MCP_REQUEST_STATE_KEY", _str, None)
     auth_mode: str = _env("MCP_AUTH_MODE", _choice("none", "jwt", "oauth"), "none")

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from .bus.base import NotificationBus
 from .bus.memory import LocalBus
 from .config import Settings
-from .errors import ConfigurationError
 from .server.registry import Registry
 from .sessions.base import SessionStore
 from .sessions.events import EventBuffer, MemoryEventBuffer
@@ -130,16 +129,10 @@ class Stores:
 
 
 def redis_client(settings: Settings) -> Any:
-    """The app's Redis client (a lazily connecting pool it owns and closes)."""
-    if not settings.redis_url:
-        raise ConfigurationError("MCP_SESSION_STORE=redis needs REDIS_URL (e.g. redis://127.0.0.1:6379/0)")
-    try:
-        import redis.asyncio as redis_asyncio
-    except ImportError as exc:
-        raise ConfigurationError("MCP_SESSION_STORE=redis needs the redis package: pip install 'mcpcore[redis]'") \
-            from exc
-    return redis_asyncio.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=2,
-                                  health_check_interval=15)
+    """The app's Redis client for ``MCP_REDIS_MODE`` (lazily connecting; the app owns and closes it)."""
+    from .redis_client import create_redis_client
+
+    return create_redis_client(settings)
 
 
 def state_provider(settings: Settings, given: StorageProvider | None) -> StorageProvider:

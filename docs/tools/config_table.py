@@ -86,9 +86,18 @@ MEANINGS: dict[str, str] = {
     "STORAGE_FILESYSTEM_PATH": "Folder of the `filesystem` provider.",
     "STORAGE_MAX_ENTRIES": "Most entries the `in-memory` provider holds; writes beyond it are refused.",
     "REDIS_URL": "Redis for `MCP_SESSION_STORE=redis` and `STORAGE_PROVIDER_TYPE=redis` (`redis://`, "
-                 "`rediss://` or `unix://`).",
+                 "`rediss://` or `unix://`). Cluster: any node. Sentinel: only the primary's credentials, "
+                 "database and TLS (its host is not used).",
     "MCP_SESSION_STORE": "Where sessions, the resumable event buffer and the notification bus live: "
                          "`memory` (this process) or `redis` (shared by every instance).",
+    "MCP_REDIS_MODE": "Redis topology for every Redis part: `standalone`, `cluster` (keys hash-tagged per "
+                      "session and tenant, sharded pub/sub; Redis 7) or `sentinel` (primary found through "
+                      "the sentinels, followed across failovers).",
+    "MCP_REDIS_SENTINELS": "Sentinel mode: comma-separated `host:port` of the sentinels.",
+    "MCP_REDIS_SENTINEL_MASTER": "Sentinel mode: the primary's service name in the sentinels' configuration "
+                                 "(`sentinel monitor <name> ...`).",
+    "MCP_REDIS_SENTINEL_PASSWORD": "Sentinel mode: password of the sentinels themselves (`requirepass` in their "
+                                   "configuration), when they have one.",
     "MCP_STORAGE_CURSOR_KEY": "Key(s) that sign `ctx.state.list` cursors, comma-separated for rotation (first "
                               "signs). Unset: `MCP_REQUEST_STATE_KEY`, else a per-process random key.",
     "MCP_REQUEST_STATE_KEY": "Key(s) of at least 32 bytes that seal `requestState` (HMAC-SHA256, bound to the "

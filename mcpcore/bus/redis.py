@@ -1,5 +1,12 @@
 """The bus over Redis pub/sub: every instance delivers every event to its local subscribers.
 
+On a Redis Cluster it uses sharded pub/sub (``SPUBLISH``/``SSUBSCRIBE``, Redis 7): the channel
+``{<namespace>}:bus`` lives in one slot, so a message goes to the one primary that owns it instead
+of being broadcast over the cluster bus to every node, and the session store's scripts and
+transactions (same hash tag) can announce changes in the same round trip as the write. When that
+slot moves or its primary fails over, Redis ends the subscription (``sunsubscribe``) and the
+listener subscribes again on the new owner, resetting as after any reconnect.
+
 Publishing goes through Redis only (the publishing instance receives its own events back), so
 all instances see the same order. The listener reconnects by itself after Redis restarts; since
 events published meanwhile are lost, it then *resets*: callbacks registered with
@@ -16,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from ..sessions.redis import guarded
+from ..redis_client import guarded, is_cluster
 from .base import BusEvent
 from .memory import LocalBus
 
@@ -32,7 +39,8 @@ class RedisBus:
 
     def __init__(self, client: Any, *, namespace: str = "mcpcore") -> None:
         self.r = client
-        self.channel = f"{namespace}:bus"
+        self.channel = f"{{{namespace}}}:bus"
+        self.sharded = is_cluster(client)
         self._local = LocalBus()
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
@@ -41,7 +49,8 @@ class RedisBus:
         self._stream: Any = None  # its socket reader as of the last reset (a reconnect replaces it)
 
     async def publish(self, event: BusEvent) -> None:
-        await guarded(self.r.publish(self.channel, orjson.dumps(event)))
+        data = orjson.dumps(event)
+        await guarded(self.r.spublish(self.channel, data) if self.sharded else self.r.publish(self.channel, data))
 
     def subscribe(self, callback: Callable[[BusEvent], None]) -> Callable[[], None]:
         return self._local.subscribe(callback)
@@ -99,18 +108,23 @@ class RedisBus:
     async def _listen(self) -> None:
         delay = 0.1
         while True:
-            pubsub = self.r.pubsub(ignore_subscribe_messages=True)
+            pubsub = self.r.pubsub(ignore_subscribe_messages=not self.sharded)
             conn: Any = None
             try:
-                await pubsub.subscribe(self.channel)
-                conn = pubsub.connection
+                conn = await self._subscribe(pubsub)
                 self._adopt(conn)
                 conn.register_connect_callback(self._reconnected)
                 self.connected.set()
                 delay = 0.1
                 while True:
-                    msg = await pubsub.get_message(timeout=1.0)
-                    if msg is None or msg.get("type") != "message":
+                    msg = await (pubsub.get_sharded_message(timeout=1.0) if self.sharded
+                                 else pubsub.get_message(timeout=1.0))
+                    if msg is None:
+                        continue
+                    kind = msg.get("type")
+                    if kind == "sunsubscribe":  # the slot moved or its primary changed
+                        raise ConnectionError("the bus channel's shard ended the subscription")
+                    if kind not in ("message", "smessage"):
                         continue
                     try:
                         event = orjson.loads(msg["data"])
@@ -136,6 +150,18 @@ class RedisBus:
                         conn.deregister_connect_callback(self._reconnected)
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
+
+    async def _subscribe(self, pubsub: Any) -> Any:
+        """Subscribe ``pubsub`` to the channel; returns the connection that carries it."""
+        if not self.sharded:
+            await pubsub.subscribe(self.channel)
+            return pubsub.connection
+        await self.r.initialize()  # the slot map: ssubscribe needs the channel's owner
+        await pubsub.ssubscribe(self.channel)
+        inner = next(iter(pubsub.node_pubsub_mapping.values()), None)  # the channel's slot owner
+        if inner is None or inner.connection is None:
+            raise ConnectionError("no cluster node owns the bus channel's slot")
+        return inner.connection
 
     async def close(self) -> None:
         if self._task is not None:

@@ -6,103 +6,23 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
 import orjson
 
-from ..errors import JsonRpcErrorCode, McpError
+from ..redis_client import guarded, is_cluster, redis_unavailable
 from .base import SessionRecord
 from .memory import SessionCapacityError
-
-try:  # imported once: ``guarded`` runs on every Redis call
-    from redis.exceptions import ConnectionError as _RedisConnectionError
-    from redis.exceptions import TimeoutError as _RedisTimeoutError
-
-    _UNREACHABLE: tuple[type[BaseException], ...] = (_RedisConnectionError, _RedisTimeoutError, OSError)
-except ImportError:  # pragma: no cover - the redis extra is not installed
-    _UNREACHABLE = (OSError,)
+from .redis_events import events_key
+from .redis_scripts import CREATE, REFRESH
 
 __all__ = ["INVALIDATION_KIND", "InvalidationBus", "RedisSessionStore", "redis_unavailable"]
-
-T = TypeVar("T")
 
 INVALIDATION_KIND = "session"
 """Bus events ``{"kind": "session", "id": <session id>}``: that record changed, and every
 instance drops its cached copy; with ``"gone": true`` the session was deleted or evicted, and
 every instance also releases what it holds for it (``on_evict``: its open streams end)."""
-
-# Create atomically: the identity's room check, then the global one (each dropping expired index
-# entries first and evicting its least recently used session idle long enough), record, indexes.
-# Each evicted session is announced on the bus channel (when one is given) and returned.
-# KEYS: record, global index, identity index ('' when anonymous).
-# ARGV: record json, idle ms, now ms, max sessions, evict-after ms, record key prefix, id,
-#       max per identity, bus channel ('' for none).
-# Returns {status, evicted id...}: status 1 created, 0 global cap, -1 identity cap.
-_CREATE = """
-local now = tonumber(ARGV[3])
-local idle = tonumber(ARGV[2])
-local prefix = ARGV[6]
-local out = {1}
-local function room(index, cap)
-  redis.call('ZREMRANGEBYSCORE', index, '-inf', now - idle)
-  if redis.call('ZCARD', index) < cap then return true end
-  local oldest = redis.call('ZRANGE', index, 0, 0, 'WITHSCORES')
-  if oldest[1] == nil or now - tonumber(oldest[2]) < tonumber(ARGV[5]) then return false end
-  redis.call('ZREM', KEYS[2], oldest[1])
-  if index ~= KEYS[2] then redis.call('ZREM', index, oldest[1]) end
-  redis.call('DEL', prefix .. oldest[1] .. '}:rec', prefix .. oldest[1] .. '}:events')
-  out[#out + 1] = oldest[1]
-  if ARGV[9] ~= '' then
-    redis.call('PUBLISH', ARGV[9], '{"kind":"session","id":"' .. oldest[1] .. '","gone":true}')
-  end
-  return true
-end
-if KEYS[3] ~= '' then
-  for _, sid in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-    if redis.call('EXISTS', prefix .. sid .. '}:rec') == 0 then redis.call('ZREM', KEYS[3], sid) end
-  end
-  if not room(KEYS[3], tonumber(ARGV[8])) then out[1] = -1 return out end
-end
-if not room(KEYS[2], tonumber(ARGV[4])) then out[1] = 0 return out end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', idle)
-redis.call('ZADD', KEYS[2], now, ARGV[7])
-if KEYS[3] ~= '' then
-  redis.call('ZADD', KEYS[3], now, ARGV[7])
-  redis.call('PEXPIRE', KEYS[3], idle)
-end
-return out
-"""
-
-# Read a record and slide its expiry in one round trip: the record's TTL, its score in the global
-# index and (when the caller knows it) in its identity's index. Nothing is touched when it is gone.
-# KEYS: record, global index, identity index ('' when unknown or anonymous).
-# ARGV: idle ms, now ms, id.
-_REFRESH = """
-local v = redis.call('GET', KEYS[1])
-if not v then return false end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
-if KEYS[3] ~= '' then
-  redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
-  redis.call('PEXPIRE', KEYS[3], ARGV[1])
-end
-return v
-"""
-
-
-def redis_unavailable(exc: BaseException) -> McpError:
-    return McpError(JsonRpcErrorCode.ServiceUnavailable,
-                    "The session store (Redis) is unreachable; retry shortly.", {"reason": "store_unavailable"})
-
-
-async def guarded(op: Awaitable[T]) -> T:
-    """Run a Redis operation; connection failures become ``McpError(ServiceUnavailable)``."""
-    try:
-        return await op
-    except _UNREACHABLE as exc:
-        raise redis_unavailable(exc) from exc
-
 
 class InvalidationBus(Protocol):
     """What the store needs from the shared bus (:class:`~mcpcore.bus.redis.RedisBus`)."""
@@ -138,8 +58,11 @@ class _Load:
 class RedisSessionStore:
     """A :class:`~mcpcore.sessions.base.SessionStore` in Redis.
 
-    Records live at ``{ns:s:<id>}:rec`` with a TTL equal to the idle timeout; an index sorted set
-    ``{ns}:sessions`` (score: last use) counts them for the cap. When full, the least recently
+    Records live at ``{ns}:s:<id>:rec`` with a TTL equal to the idle timeout; an index sorted set
+    ``{ns}:sessions`` (score: last use) counts them for the cap. Records, the indexes and the bus
+    channel share the hash tag ``{ns}``, so on a Redis Cluster the create and refresh scripts and
+    every transaction run on one node (the event streams, the bulk of the traffic, have one tag
+    per session and spread over the cluster). When full, the least recently
     used session idle for at least ``evict_after_ms`` is evicted before a new one is refused. One
     authenticated identity holds at most ``max_per_identity`` sessions, counted in its own sorted
     set by the same rule.
@@ -193,8 +116,9 @@ class RedisSessionStore:
         self._loads: dict[str, list[_Load]] = {}
         self._bus: InvalidationBus | None = None
         self._channel = ""
-        self._create = client.register_script(_CREATE)
-        self._refresh = client.register_script(_REFRESH)
+        self._publish = "SPUBLISH" if is_cluster(client) else "PUBLISH"
+        self._create = client.register_script(CREATE)
+        self._refresh = client.register_script(REFRESH)
 
     # -- the bus --------------------------------------------------------------------------------
 
@@ -281,7 +205,19 @@ class RedisSessionStore:
     # -- the store ------------------------------------------------------------------------------
 
     def _key(self, session_id: str) -> str:
-        return f"{{{self.ns}:s:{session_id}}}:rec"
+        return f"{{{self.ns}}}:s:{session_id}:rec"
+
+    def _keys(self, session_id: str, idn: str | None) -> list[str]:
+        keys = [self._key(session_id), self.index]
+        if idn is not None:
+            keys.append(idn)
+        return keys
+
+    def _announce(self, pipe: Any, message: bytes) -> None:
+        if self._publish == "SPUBLISH":
+            pipe.spublish(self._channel, message)
+        else:
+            pipe.publish(self._channel, message)
 
     def _identity_key(self, identity: tuple[str, str, str]) -> str:
         digest = hashlib.sha256("\x00".join(identity).encode()).hexdigest()[:32]
@@ -289,15 +225,18 @@ class RedisSessionStore:
 
     async def create(self, record: SessionRecord) -> None:
         now = int(time.time() * 1000)
-        idn = self._identity_key(record.identity) if record.identity is not None else ""
+        idn = self._identity_key(record.identity) if record.identity is not None else None
         load = self._begin(record.id)
         try:
             read_at = time.monotonic()
-            res = await guarded(self._create(keys=[self._key(record.id), self.index, idn], args=[
+            res = await guarded(self._create(keys=self._keys(record.id, idn), args=[
                 orjson.dumps(record.to_json()), self.idle_ms, now, self.max_sessions, self.evict_after_ms,
-                f"{{{self.ns}:s:", record.id, self.max_per_identity, self._channel]))
-            for evicted in res[1:]:
-                self._gone(evicted.decode() if isinstance(evicted, bytes) else str(evicted))
+                f"{{{self.ns}}}:s:", record.id, self.max_per_identity, self._channel, self._publish]))
+            evicted = [e.decode() if isinstance(e, bytes) else str(e) for e in res[1:]]
+            for sid in evicted:
+                self._gone(sid)
+            if evicted:  # their event streams, each in its own slot
+                await guarded(self.r.delete(*[events_key(self.ns, sid) for sid in evicted]))
             status = int(res[0])
             if status == -1:
                 raise SessionCapacityError(self.max_per_identity)
@@ -323,8 +262,8 @@ class RedisSessionStore:
         load = self._begin(session_id)
         try:
             read_at = time.monotonic()
-            idn = self._identity_key(identity) if identity is not None else ""
-            raw = await guarded(self._refresh(keys=[self._key(session_id), self.index, idn],
+            idn = self._identity_key(identity) if identity is not None else None
+            raw = await guarded(self._refresh(keys=self._keys(session_id, idn),
                                               args=[self.idle_ms, int(time.time() * 1000), session_id]))
             if raw is None:
                 self._cache.pop(session_id, None)
@@ -367,7 +306,7 @@ class RedisSessionStore:
                     pipe.zadd(key, {record.id: int(time.time() * 1000)})
                     pipe.pexpire(key, self.idle_ms)
                 if self._channel:
-                    pipe.publish(self._channel, self._announcement(record.id))
+                    self._announce(pipe, self._announcement(record.id))
                 await guarded(pipe.execute())
         finally:
             self._forget(record.id)  # reads that started before the write must not cache the old value
@@ -381,7 +320,7 @@ class RedisSessionStore:
                 pipe.delete(self._key(session_id))
                 pipe.zrem(self.index, session_id)
                 if self._channel:
-                    pipe.publish(self._channel, self._announcement(session_id, gone=True))
+                    self._announce(pipe, self._announcement(session_id, gone=True))
                 res = await guarded(pipe.execute())
         finally:
             self._forget(session_id)

@@ -8,9 +8,15 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from ..redis_client import guarded
 from .events import END
 
-__all__ = ["RedisEventBuffer"]
+__all__ = ["RedisEventBuffer", "events_key"]
+
+
+def events_key(namespace: str, session_id: str) -> str:
+    """A session's stream: its own hash tag, so a Cluster spreads the streams over its nodes."""
+    return f"{{{namespace}:s:{session_id}}}:events"
 
 _ENTRY_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
 
@@ -47,7 +53,8 @@ return id
 class RedisEventBuffer:
     """Stream entries carry ``s`` (stream id) and ``d`` (data) fields; an entry with ``e`` ends
     its stream. Event ids are ``<streamId>_<redis entry id>``. Each session's stream holds at
-    most ``max_events`` entries and ``max_bytes`` of data (``MCP_HTTP_RESUMABILITY_MAX_BYTES``)."""
+    most ``max_events`` entries and ``max_bytes`` of data (``MCP_HTTP_RESUMABILITY_MAX_BYTES``).
+    While Redis is unreachable every operation raises ``McpError(ServiceUnavailable)``."""
 
     def __init__(self, client: Any, *, namespace: str = "mcpcore", max_events: int = 512,
                  ttl_ms: int = 300_000, block_ms: int = 1000, max_bytes: int = 1_048_576) -> None:
@@ -60,13 +67,13 @@ class RedisEventBuffer:
         self._append = client.register_script(_APPEND)
 
     def key(self, session_id: str) -> str:
-        return f"{{{self.ns}:s:{session_id}}}:events"
+        return events_key(self.ns, session_id)
 
     async def _add(self, session_id: str, stream_id: str, data: bytes, end: bool = False) -> str:
         key = self.key(session_id)
         min_ms = max(0, int(time.time() * 1000) - self.ttl_ms)
-        entry = await self._append(keys=[key, key + ":bytes"], args=[
-            stream_id, data, "1" if end else "", self.max_events, self.max_bytes, min_ms, self.ttl_ms])
+        entry = await guarded(self._append(keys=[key, key + ":bytes"], args=[
+            stream_id, data, "1" if end else "", self.max_events, self.max_bytes, min_ms, self.ttl_ms]))
         return entry.decode() if isinstance(entry, bytes) else str(entry)
 
     async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
@@ -87,14 +94,14 @@ class RedisEventBuffer:
         if after is not None:
             if _ENTRY_ID.fullmatch(after) is None:
                 raise LookupError(after)
-            found = await self.r.xrange(key, min=after, max=after, count=1)
+            found = await guarded(self.r.xrange(key, min=after, max=after, count=1))
             if not found or _field(found[0][1], "s") != stream_id:
                 raise LookupError(after)
             last = after
         while True:
-            batch = await self.r.xread({key: last}, count=200, block=self.block_ms)
+            batch = await guarded(self.r.xread({key: last}, count=200, block=self.block_ms))
             if not batch:
-                if not await self.r.exists(key):
+                if not await guarded(self.r.exists(key)):
                     return
                 continue
             for entry_id, fields in batch[0][1]:
@@ -109,7 +116,7 @@ class RedisEventBuffer:
 
     async def release(self, session_id: str) -> None:
         key = self.key(session_id)
-        await self.r.delete(key, key + ":bytes")
+        await guarded(self.r.delete(key, key + ":bytes"))
 
 
 def _field(fields: dict[Any, Any], name: str) -> str | None:

@@ -13,7 +13,8 @@ def create_provider(settings: Settings) -> StorageProvider:
     """The provider named by ``STORAGE_PROVIDER_TYPE`` (``in-memory``, ``filesystem`` or ``redis``).
 
     The caller owns the result and must ``await provider.close()`` at shutdown (``McpApp`` does so
-    in its lifespan); for Redis that closes the connection pool built from ``REDIS_URL``.
+    in its lifespan); for Redis that closes the client built for ``MCP_REDIS_MODE`` from ``REDIS_URL`` (or the
+    sentinels).
 
     Raises:
         ConfigurationError: a required variable is missing or the ``redis`` package is not
@@ -31,18 +32,10 @@ def create_provider(settings: Settings) -> StorageProvider:
         from .filesystem import FileStorage
         return FileStorage(path)
     if kind == "redis":
-        url = (settings.redis_url or "").strip()
-        if not url:
-            raise ConfigurationError("STORAGE_PROVIDER_TYPE=redis requires REDIS_URL "
-                                     "(for example redis://localhost:6379/0)")
-        if not url.startswith(("redis://", "rediss://", "unix://")):
-            scheme = url.split("://", 1)[0][:20] if "://" in url else "no scheme"
-            raise ConfigurationError(f"REDIS_URL must start with redis://, rediss:// or unix://, got {scheme!r} "
-                                     "(the rest of the URL is not shown: it may hold a password)")
         try:
             from .redis import RedisStorage
         except ImportError as exc:
             raise ConfigurationError("STORAGE_PROVIDER_TYPE=redis needs the redis package: "
                                      "pip install 'mcpcore[redis]'") from exc
-        return RedisStorage(url)
+        return RedisStorage.from_settings(settings)
     raise ConfigurationError(f"STORAGE_PROVIDER_TYPE must be one of in-memory, filesystem, redis; got {kind!r}")

@@ -29,7 +29,9 @@ from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
+from ..config import Settings
 from ..errors import JsonRpcErrorCode, McpError
+from ..redis_client import UNAVAILABLE, create_redis_client, describe_redis
 from .base import ListPage
 
 __all__ = ["RedisStorage"]
@@ -58,10 +60,7 @@ end
 return n
 """
 
-_UNAVAILABLE: tuple[type[BaseException], ...] = (
-    rex.ConnectionError, rex.TimeoutError, TimeoutError, OSError,
-    rex.OutOfMemoryError, rex.ReadOnlyError, rex.ClusterDownError, rex.TryAgainError,
-)
+_UNAVAILABLE = UNAVAILABLE
 
 
 def _bytes(v: Any) -> bytes:
@@ -143,6 +142,21 @@ class RedisStorage:
         self._getdel: bool = True
         self._take_script = self._client.register_script(_TAKE_LUA)
         self._cleanup_script = self._client.register_script(_CLEANUP_LUA)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, namespace: str = "mcpcore") -> RedisStorage:
+        """The storage on a client built for ``settings.redis_mode`` (standalone, cluster or
+        sentinel; see :func:`mcpcore.redis_client.create_redis_client`), which it owns and closes.
+
+        Raises:
+            ConfigurationError: a variable the mode needs is missing or malformed.
+        """
+        client = create_redis_client(settings, needed_by="STORAGE_PROVIDER_TYPE=redis", retries=2,
+                                     retry_on_timeout=True, health_check_interval=0)
+        storage = cls(client=client, namespace=namespace)
+        storage._owned = True
+        storage._where = describe_redis(settings)
+        return storage
 
     def __repr__(self) -> str:
         return f"RedisStorage({self._where!r}, namespace={self.namespace!r})"

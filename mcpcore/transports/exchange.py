@@ -20,6 +20,7 @@ from random import getrandbits as _randbits
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _json
+from ..errors import McpError
 from ..sessions.events import END, PRIME, EventBuffer, MemoryEventBuffer, SessionEvents
 from .sse import SseWriter, event
 
@@ -32,10 +33,17 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 
+RETRY_AFTER = (b"retry-after", b"1")
+"""Sent with every 503 that does not set its own: the shared store is unreachable or failing
+over (or the server is full), and a retry a second later usually succeeds."""
+
+
 async def json_response(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
     h = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     if headers:
         h += headers
+    if status == 503 and not any(k.lower() == b"retry-after" for k, _ in h):
+        h.append(RETRY_AFTER)
     await send({"type": "http.response.start", "status": status, "headers": h})
     await send({"type": "http.response.body", "body": body})
 
@@ -87,23 +95,35 @@ class StreamSink:
             return f"{self.stream_id}_{self._open().add(self.stream_id, data)}"
         return await self.buffer.append(self.session_id, self.stream_id, data)
 
+    # A shared buffer that cannot be written (Redis unreachable or failing over) does not break a
+    # response already streaming: its events still go out, without an id (not resumable).
+
     async def end(self) -> None:
         if self.sync:
             self.end_nowait()
         else:
-            await self.buffer.end(self.session_id, self.stream_id)
+            try:
+                await self.buffer.end(self.session_id, self.stream_id)
+            except McpError:
+                pass
 
     async def event(self, data: bytes) -> bytes:
-        """Store ``data`` and return its SSE event, with the id."""
+        """Store ``data`` and return its SSE event, with the id (none when it could not be stored)."""
         if self.sync:
             return self.event_nowait(data)
-        return event(data, await self.buffer.append(self.session_id, self.stream_id, data))
+        try:
+            return event(data, await self.buffer.append(self.session_id, self.stream_id, data))
+        except McpError:
+            return event(data)
 
     async def priming(self) -> bytes:
-        """Store a priming event and return it."""
+        """Store a priming event and return it (``b""`` when it could not be stored)."""
         if self.sync:
             return self.priming_nowait()
-        return priming_event(await self.buffer.append(self.session_id, self.stream_id, PRIME), self.retry_ms)
+        try:
+            return priming_event(await self.buffer.append(self.session_id, self.stream_id, PRIME), self.retry_ms)
+        except McpError:
+            return b""
 
     # -- the memory buffer, without awaiting ------------------------------------------------------
 
@@ -186,7 +206,9 @@ class HttpExchange:
         record = self._record
         sink = self.sink = self._link.sink_for(record) if record is not None and self._link is not None else None
         if sink is not None and sink.prime:
-            self._enqueue(sink.priming_nowait() if sink.sync else await sink.priming())
+            chunk = sink.priming_nowait() if sink.sync else await sink.priming()
+            if chunk:
+                self._enqueue(chunk)
 
     async def _pump(self) -> None:
         q = self._queue
@@ -262,6 +284,8 @@ class HttpExchange:
                 h = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
                 if extra_headers:
                     h += extra_headers
+                if status == 503 and not any(k.lower() == b"retry-after" for k, _ in h):
+                    h.append(RETRY_AFTER)
                 await self._send({"type": "http.response.start", "status": status, "headers": h})
                 await self._send({"type": "http.response.body", "body": body})
             return

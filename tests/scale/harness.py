@@ -1,5 +1,5 @@
-"""Several uvicorn instances sharing one redis-server, a round-robin client, and a minimal
-round-robin HTTP proxy (test scaffolding, not product)."""
+"""Several uvicorn instances sharing one Redis topology (a server, a Cluster or a Sentinel set),
+a round-robin client, and a minimal round-robin HTTP proxy (test scaffolding, not product)."""
 
 from __future__ import annotations
 
@@ -19,34 +19,62 @@ import httpx
 import uvicorn
 
 from mcpcore.testing import McpTestClient
+from tests.redis_topologies import Topology, redis_topology
 from tests.servers import PROCESSES, free_port, run_server
-from tests.storage.conftest import redis_server
 
 __all__ = ["Cluster", "RoundRobinClient", "cluster", "proxy"]
 
 
 class Cluster:
-    def __init__(self, redis_url: str, redis_proc: subprocess.Popen[bytes], urls: list[str],
-                 env: dict[str, str]) -> None:
-        self.redis_url = redis_url
-        self.redis_proc = redis_proc
+    def __init__(self, topology: Topology, urls: list[str], env: dict[str, str]) -> None:
+        self.topology = topology
+        self.redis_url = topology.url
         self.urls = urls
         self.env = env
+
+    @property
+    def redis_proc(self) -> subprocess.Popen[bytes]:
+        """The one redis-server of a standalone topology."""
+        assert self.topology.mode == "standalone"
+        return next(iter(self.topology.procs.values()))
+
+    def xrange(self, key: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
+        """The entries of the stream ``key``, read with a blocking client made for this call (run it
+        in a thread; a cluster client that reinitialises its slot map while the cluster settles
+        would leave asyncio connections behind for the garbage collector to warn about)."""
+        import redis
+        import redis.cluster
+        import redis.sentinel
+
+        topo = self.topology
+        client: Any
+        if topo.mode == "cluster":
+            client = redis.cluster.RedisCluster.from_url(topo.url)
+        elif topo.mode == "sentinel":
+            hosts = [(h, int(p)) for h, p in (hp.rsplit(":", 1) for hp in topo.env["MCP_REDIS_SENTINELS"].split(","))]
+            client = redis.sentinel.Sentinel(hosts).master_for(topo.env["MCP_REDIS_SENTINEL_MASTER"])
+        else:
+            client = redis.Redis.from_url(topo.url)
+        try:
+            return list(client.xrange(key))
+        finally:
+            client.close()
 
 
 @contextlib.contextmanager
 def cluster(tmp: Path, target: str = "examples.everything:app", n: int = 3,
-            extra_env: dict[str, str] | None = None) -> Iterator[Cluster]:
-    """``n`` instances of ``target`` on free ports, one private Redis, shared keys."""
+            extra_env: dict[str, str] | None = None, topology: str = "standalone") -> Iterator[Cluster]:
+    """``n`` instances of ``target`` on free ports sharing a private Redis ``topology``
+    (``standalone``, ``cluster`` or ``sentinel``)."""
     sandbox = tmp / "sandbox"
     sandbox.mkdir(exist_ok=True)
-    with redis_server(tmp / "redis.log") as (redis_url, redis_proc):
-        env = {"MCP_SESSION_STORE": "redis", "REDIS_URL": redis_url, "STORAGE_PROVIDER_TYPE": "redis",
+    with redis_topology(topology, tmp / "redis") as topo:
+        env = {"MCP_SESSION_STORE": "redis", "STORAGE_PROVIDER_TYPE": "redis", **topo.env,
                "MCP_REQUEST_STATE_KEY": secrets.token_hex(32), "MCP_STORAGE_CURSOR_KEY": secrets.token_hex(32),
                "MCP_EXAMPLE_SANDBOX": str(sandbox), "MCP_LOG_LEVEL": "info", **(extra_env or {})}
         with contextlib.ExitStack() as stack:
             urls = [stack.enter_context(run_server(target, env=env)) for _ in range(n)]
-            yield Cluster(redis_url, redis_proc, urls, env)
+            yield Cluster(topo, urls, env)
 
 
 class RoundRobinClient(McpTestClient):

@@ -1,5 +1,6 @@
-"""Scale-out on Redis: several uvicorn instances, one redis-server, a client that sends every
-request to a different instance than the last."""
+"""Scale-out on Redis: several uvicorn instances sharing one Redis topology (a server, a 3-master
+Cluster, a primary and replica behind three sentinels), a client that sends every request to a
+different instance than the last."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-import redis.asyncio as aioredis
 
 from mcpcore import McpError
 from mcpcore.testing import McpTestClient, parse_sse
@@ -23,15 +23,19 @@ from .harness import Cluster, RoundRobinClient, cluster, kill
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with cluster(tmp_path_factory.mktemp("example")) as c:
+TOPOLOGIES = ["standalone", "cluster", "sentinel"]
+
+
+@pytest.fixture(scope="module", params=TOPOLOGIES)
+def example(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with cluster(tmp_path_factory.mktemp("example"), topology=request.param) as c:
         yield c
 
 
-@pytest.fixture(scope="module")
-def streaming(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with cluster(tmp_path_factory.mktemp("streaming"), "tests.apps.streaming:app", n=2) as c:
+@pytest.fixture(scope="module", params=TOPOLOGIES)
+def streaming(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with cluster(tmp_path_factory.mktemp("streaming"), "tests.apps.streaming:app", n=2,
+                 topology=request.param) as c:
         yield c
 
 
@@ -117,14 +121,12 @@ async def test_killed_instance_loses_nothing_it_appended(streaming: Cluster) -> 
             for _ in range(5):
                 seen.append(await asyncio.wait_for(events.__anext__(), 10))
             stream_id = seen[-1]["id"].rsplit("_", 1)[0]
-            r = aioredis.from_url(streaming.redis_url)
             key = f"{{mcpcore:s:{c.session_id}}}:events"
             for _ in range(200):  # until the victim appended the end of the stream
-                entries = await r.xrange(key)
+                entries = await asyncio.to_thread(streaming.xrange, key)
                 if any(f.get(b"e") and f.get(b"s") == stream_id.encode() for _, f in entries):
                     break
                 await asyncio.sleep(0.02)
-            await r.aclose()
             kill(victim)
         resp, events = await McpTestClient.open_stream(_on(c, survivor), headers={"last-event-id": seen[-1]["id"]})
         rest = []

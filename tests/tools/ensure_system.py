@@ -1,4 +1,7 @@
-"""Install the Debian packages the suite drives (redis-server, chromium, wrk, valgrind) when missing.
+"""Install the Debian packages the suite drives (redis-server, redis-cli, chromium, wrk, valgrind) when missing.
+
+redis-server also runs the sentinels (``redis-server <conf> --sentinel``) and redis-cli joins the
+test Cluster (``redis-cli --cluster create``).
 
 Runs apt-get only as root; otherwise prints the command to run. The tests that need a missing
 tool then fail with the same hint (none of them skips).
@@ -13,7 +16,8 @@ import shutil
 import subprocess
 import sys
 
-PACKAGES = {"redis-server": "redis-server", "chromium": "chromium", "wrk": "wrk", "valgrind": "valgrind"}
+PACKAGES = {"redis-server": "redis-server", "redis-cli": "redis-tools", "chromium": "chromium", "wrk": "wrk",
+            "valgrind": "valgrind"}
 
 
 def main() -> int:
