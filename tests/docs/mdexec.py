@@ -225,6 +225,9 @@ def run_text(text: str, name: str, preset: dict[str, Any] | None = None) -> dict
     finally:
         sys.modules.pop(module_name, None)
     leaked = [t for t in threading.enumerate() if t.ident not in threads_before and t.is_alive() and not t.daemon]
+    for t in leaked:  # a worker told to stop when the loop closed may need a moment on a loaded machine
+        t.join(timeout=5)
+    leaked = [t for t in leaked if t.is_alive()]
     if leaked:
         raise DocExampleError(f"{name}: examples left threads running: {[t.name for t in leaked]}")
     children = _children() - children_before
