@@ -93,6 +93,7 @@ class Inbound:
     span_id: str | None = None
     transport: str = "http"
     trace_headers: dict[str, str] | None = None
+    check_sizes: bool = False  # the transport could not rule out strings past protocol.limits' bounds
     error_code: int | None = None
     error_data: dict[str, Any] | None = None
     started: float = 0.0

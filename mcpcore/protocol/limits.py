@@ -11,7 +11,8 @@ from typing import Any
 
 from ..errors import JsonRpcErrorCode, McpError
 
-__all__ = ["MAX_ARGUMENT_KEY", "MAX_ID", "MAX_METHOD", "MAX_NAME", "MAX_TOKEN", "MAX_URI", "check_params", "clip"]
+__all__ = ["MAX_ARGUMENT_KEY", "MAX_ID", "MAX_METHOD", "MAX_NAME", "MAX_TOKEN", "MAX_URI", "SHORTEST_BOUND",
+           "check_params", "clip"]
 
 MAX_ID = 256
 """Characters of a string JSON-RPC id."""
@@ -25,6 +26,10 @@ MAX_URI = 4096
 """Characters of a resource URI."""
 MAX_ARGUMENT_KEY = 256
 """Characters of an argument name."""
+
+SHORTEST_BOUND = min(MAX_ID, MAX_TOKEN, MAX_NAME, MAX_URI, MAX_ARGUMENT_KEY)
+"""A message of at most this many bytes holds no string past any bound (a JSON string takes at
+least a byte per character), so a transport may skip :func:`check_params` for it."""
 
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
           "resources/unsubscribe": "uri"}

@@ -203,7 +203,8 @@ class Dispatcher:
         try:
             if not supported and not self.supports(method, req.era):
                 raise McpError(JsonRpcErrorCode.MethodNotFound, f"Method not found: {clip(method)}")
-            check_params(method, params, req.progress_token)
+            if req.check_sizes:
+                check_params(method, params, req.progress_token)
             if method in self._lists:
                 return await self._list(rid, method, params, req)
             handler = self._common.get(method) or (self._legacy if req.era is Era.LEGACY else self._modern)[method]

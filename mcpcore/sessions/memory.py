@@ -39,7 +39,7 @@ class MemorySessionStore:
         self.evict_after = evict_after_ms / 1000
         self.max_sessions = max_sessions
         self.max_per_identity = max_per_identity
-        self._by_identity: dict[tuple[str, str, str] | None, OrderedDict[str, None]] = {}
+        self._by_identity: dict[tuple[str, str, str], OrderedDict[str, None]] = {}
         self.is_busy = is_busy or (lambda _id: False)
         self.on_evict: Callable[[str], None] | None = None
 
@@ -64,15 +64,18 @@ class MemorySessionStore:
         if len(self._items) >= self.max_sessions:
             await self.sweep()
         if len(self._items) >= self.max_sessions:
+            own: list[str] = list(self._by_identity.get(record.identity, ())) if record.identity is not None \
+                else [sid for sid, r in self._items.items() if r.identity is None]
             victim = self._idle_victim(list(self._items), time.monotonic() - self.evict_after) or \
-                self._idle_victim(list(self._by_identity.get(record.identity, ())))
+                self._idle_victim(own)
             if victim is not None:
                 self._drop(victim)
         if len(self._items) >= self.max_sessions:
             raise SessionCapacityError(self.max_sessions)
         record.last_seen = time.monotonic()
         self._items[record.id] = record
-        self._by_identity.setdefault(record.identity, OrderedDict())[record.id] = None
+        if record.identity is not None:
+            self._by_identity.setdefault(record.identity, OrderedDict())[record.id] = None
 
     async def get(self, session_id: str) -> SessionRecord | None:
         rec = self._items.get(session_id)
@@ -84,20 +87,20 @@ class MemorySessionStore:
             return None
         rec.last_seen = now
         self._items.move_to_end(session_id)
-        own = self._by_identity.get(rec.identity)
-        if own is not None and session_id in own:
-            own.move_to_end(session_id)
+        if rec.identity is not None:
+            own = self._by_identity.get(rec.identity)
+            if own is not None and session_id in own:
+                own.move_to_end(session_id)
         return rec
 
     async def save(self, record: SessionRecord) -> None:
         old = self._items.get(record.id)
         if old is not None:
             self._items[record.id] = record
-            own = self._by_identity.get(record.identity)
-            if own is None or record.id not in own:  # bound to an identity on its first authenticated use
-                for earlier in {old.identity, None} - {record.identity}:
-                    self._unindex(record.id, earlier)
-                self._by_identity.setdefault(record.identity, OrderedDict())[record.id] = None
+            if record.identity is not None:  # bound to an identity on its first authenticated use
+                own = self._by_identity.setdefault(record.identity, OrderedDict())
+                if record.id not in own:
+                    own[record.id] = None
 
     async def delete(self, session_id: str) -> bool:
         return self._drop(session_id)
@@ -112,6 +115,8 @@ class MemorySessionStore:
         return True
 
     def _unindex(self, session_id: str, identity: tuple[str, str, str] | None) -> None:
+        if identity is None:
+            return
         own = self._by_identity.get(identity)
         if own is not None:
             own.pop(session_id, None)

@@ -21,7 +21,7 @@ from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.jsonrpc import request_message, settle
 from .live import InFlight, Live, LiveSessions
 
-__all__ = ["ask_client", "deliver", "run_tracked", "run_watched", "until_disconnect"]
+__all__ = ["ask_client", "deliver", "run_tracked", "run_watched", "tracked_rest", "until_disconnect", "watched_rest"]
 
 
 
@@ -36,6 +36,13 @@ async def run_tracked(coro: Coroutine[Any, Any, bytes], req: Inbound, where: Liv
     except StopIteration as done:
         result: bytes = done.value
         return result
+    return await tracked_rest(coro, step, req, where, session_id)
+
+
+async def tracked_rest(coro: Coroutine[Any, Any, bytes], step: Any, req: Inbound,
+                       where: Live | LiveSessions | None, session_id: str | None = None) -> bytes | None:
+    """:func:`run_tracked` once the first step ran and yielded ``step`` (a transport on the hot
+    path runs that step itself, so a request that never waits costs no extra coroutine)."""
     rid = req.jsonrpc_id
     task = asyncio.current_task()
     entry = InFlight(task, req)
@@ -62,6 +69,11 @@ async def run_watched(coro: Coroutine[Any, Any, bytes], req: Inbound, receive: R
     except StopIteration as done:
         result: bytes = done.value
         return result
+    return await watched_rest(coro, step, req, receive)
+
+
+async def watched_rest(coro: Coroutine[Any, Any, bytes], step: Any, req: Inbound, receive: Receive) -> bytes | None:
+    """:func:`run_watched` once the first step ran and yielded ``step``."""
     owner = asyncio.current_task()
     entry = InFlight(owner, req)
     watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, entry))

@@ -61,7 +61,8 @@ def modern_inbound(msg: dict[str, Any], services: ContextServices, auth: AuthInf
         apply_envelope(meta, req)
     except McpError as exc:
         return Refused(exc, req.request_id)
-    _shared(req, params)
+    if "inputResponses" in params or "requestState" in params:
+        _shared(req, params)
     return req
 
 
@@ -92,5 +93,6 @@ def session_inbound(msg: dict[str, Any], services: ContextServices, auth: AuthIn
             token = meta.get("progressToken")
             if type(token) is str or type(token) is int:
                 req.progress_token = token
-        _shared(req, params)
+        if "inputResponses" in params or "requestState" in params:
+            _shared(req, params)
     return req

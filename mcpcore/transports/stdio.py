@@ -198,6 +198,7 @@ class MessagePump:
             req = session_inbound(msg, services, self.auth, self.tenant_id, self.session, transport=self.origin)
             req.session = self.session
         req.outbound = _Out(self)
+        req.check_sizes = True
         body = await run_tracked(self.rt.dispatcher.handle(msg, req), req, self.live)
         if body is not None:  # a cancelled request is not answered
             self.writer.put(body)

@@ -16,6 +16,7 @@ from ...asgi_types import Receive, Scope, Send
 from ...auth import AuthError
 from ...errors import JsonRpcErrorCode
 from ...protocol.jsonrpc import InvalidMessage, classify_message, too_deep
+from ...protocol.limits import SHORTEST_BOUND
 from ...protocol.versions import META_PROTOCOL_VERSION
 from ...runtime import Runtime
 from ..authn import authenticate, refuse
@@ -107,6 +108,8 @@ class HttpTransport:
             await error(send, 413, JsonRpcErrorCode.InvalidRequest,
                         f"Payload Too Large: the limit is {self.limit} bytes.")
             return
+        if len(body) > SHORTEST_BOUND:
+            headers.long_body = True
         try:
             msg = _json.loads(body)
         except _json.JSONDecodeError:

@@ -14,7 +14,7 @@ from ...protocol.jsonrpc import error_response
 from ...protocol.versions import Era
 from ..authn import tenant_of
 from ..exchange import HttpExchange, json_response
-from ..inflight import run_watched
+from ..inflight import watched_rest
 from ..intake import Refused, modern_inbound
 from .wire import HttpContext, RequestHeaders, error_object, http_status, trace
 
@@ -27,13 +27,15 @@ class ModernPost:
     def __init__(self, ctx: HttpContext) -> None:
         self.ctx = ctx
         self.dispatcher = ctx.dispatcher
+        self.anonymous_tenant = tenant_of(ctx.rt, None)
 
     async def __call__(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any]) -> None:
         ctx = self.ctx
         rid = msg["id"]
         method = msg["method"]
         params = msg.get("params") or {}
-        req = modern_inbound(msg, ctx.rt.services, headers.auth, tenant_of(ctx.rt, headers.auth))
+        auth = headers.auth
+        req = modern_inbound(msg, ctx.rt.services, auth, auth.tenant_id if auth is not None else self.anonymous_tenant)
         if type(req) is Refused:
             exc = req.error
             if exc.code == JsonRpcErrorCode.UnsupportedProtocolVersion:
@@ -44,6 +46,8 @@ class ModernPost:
             await json_response(send, 400, error_response(rid, exc.to_wire(req.request_id)))
             return
         assert isinstance(req, Inbound)
+        if headers.long_body:
+            req.check_sizes = True
         if b"traceparent" in headers:
             req.trace_headers = trace(headers)
         try:
@@ -61,10 +65,17 @@ class ModernPost:
             return
         exchange = HttpExchange(send, ctx.keepalive_s, None, None, ctx.queue_max)
         req.outbound = exchange
-        body = await run_watched(self.dispatcher.handle(msg, req, supported=True), req, receive)
-        if body is None:
-            exchange.abandon()
-            return
+        coro = self.dispatcher.handle(msg, req, supported=True)
+        try:  # the first step here: a handler that never waits costs no watcher and no extra coroutine
+            step = coro.send(None)
+        except StopIteration as done:
+            body: bytes = done.value
+        else:
+            finished = await watched_rest(coro, step, req, receive)
+            if finished is None:
+                exchange.abandon()
+                return
+            body = finished
         if req.error_code is None:
             await exchange.finish(body)
             return

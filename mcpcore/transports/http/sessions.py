@@ -20,7 +20,7 @@ from ...protocol.versions import SUPPORTED_VERSIONS, supports_batches
 from ...sessions.base import SessionRecord, is_session_id, new_session_id
 from ..authn import identity_of, tenant_of
 from ..exchange import HttpExchange, StreamSink, json_response
-from ..inflight import ask_client, deliver, run_tracked
+from ..inflight import ask_client, deliver, tracked_rest
 from ..intake import session_inbound
 from ..live import LiveSessions
 from .wire import HttpContext, RequestHeaders, accepted, error, error_object, http_status, trace
@@ -53,6 +53,7 @@ class SessionPost:
         self.rt = ctx.rt
         self.dispatcher = ctx.dispatcher
         self.mode = ctx.mode
+        self.anonymous_tenant = tenant_of(ctx.rt, None)
 
     # -- the session ----------------------------------------------------------------------------
 
@@ -72,7 +73,7 @@ class SessionPost:
         except McpError as exc:
             await json_response(send, 503, error_response(rid, exc.to_wire()))
             return NO_SESSION
-        identity = identity_of(headers.auth)
+        identity = identity_of(headers.auth) if headers.auth is not None else None
         if record is not None and record.identity != identity:
             if record.identity is None and identity is not None:
                 record.identity = identity
@@ -89,12 +90,15 @@ class SessionPost:
     def inbound(self, msg: dict[str, Any], headers: RequestHeaders, record: SessionRecord | None) -> Inbound:
         """The request's Inbound (the intake's, with this request's trace context)."""
         auth = headers.auth
+        tenant = auth.tenant_id if auth is not None else self.anonymous_tenant
         if record is not None:
-            req = session_inbound(msg, self.rt.services, auth, tenant_of(self.rt, auth), record)
+            req = session_inbound(msg, self.rt.services, auth, tenant, record)
         else:
-            req = session_inbound(msg, self.rt.services, auth, tenant_of(self.rt, auth), None,
+            req = session_inbound(msg, self.rt.services, auth, tenant, None,
                                   version=(headers.text(b"mcp-protocol-version") or "").strip() or None,
                                   session_id=self._stateless_id())
+        if headers.long_body:
+            req.check_sizes = True
         if b"traceparent" in headers:
             req.trace_headers = trace(headers)
         return req
@@ -170,8 +174,13 @@ class SessionPost:
 
     async def _answer(self, msg: dict[str, Any], req: Inbound, record: SessionRecord | None) -> bytes:
         """The dispatcher's answer, cancellable by ``notifications/cancelled`` on the session."""
-        body = await run_tracked(self.dispatcher.handle(msg, req), req, self.rt.live,
-                                 record.id if record is not None else None)
+        coro = self.dispatcher.handle(msg, req)
+        try:  # the first step here: a handler that never waits is never registered
+            step = coro.send(None)
+        except StopIteration as done:
+            result: bytes = done.value
+            return result
+        body = await tracked_rest(coro, step, req, self.rt.live, record.id if record is not None else None)
         if body is None:
             return error_response(msg["id"], error_object(JsonRpcErrorCode.RequestCancelled, "Request cancelled.",
                                                           {"requestId": req.request_id}))

@@ -33,6 +33,9 @@ class RequestHeaders(dict[bytes, bytes]):
     the request's header handling together."""
 
     auth: AuthInfo | None = None
+    long_body = False
+    """Whether the body is long enough to hold a string past the bounds of
+    :mod:`mcpcore.protocol.limits` (a shorter one cannot, so its requests skip those checks)."""
 
     def text(self, name: bytes) -> str | None:
         """The header's value as text (latin-1, as HTTP defines it), or ``None``."""
