@@ -10,9 +10,9 @@ decides how it reaches the client: an ``isError`` result (tools) or a JSON-RPC e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -27,9 +27,27 @@ if TYPE_CHECKING:
     from ..telemetry import Telemetry
     from .core import ServerCore
 
-__all__ = ["PROTOCOL_ERRORS", "Family", "invalid_arguments", "invoke", "valid_arguments"]
+__all__ = ["PROTOCOL_ERRORS", "Family", "Invocable", "invalid_arguments", "invoke", "span"]
 
-D = TypeVar("D")
+
+
+class Invocable(Protocol):
+    """What every definition the pipeline invokes has (tools, prompts, resources)."""
+
+    @property
+    def args(self) -> ArgsPlan:
+        """How its arguments are validated and passed."""
+
+    @property
+    def auth(self) -> Sequence[str]:
+        """The OAuth scopes a caller must hold."""
+
+    @property
+    def errors(self) -> Sequence[ErrorContract]:
+        """Its declared failures (``errors=[...]``)."""
+
+
+D = TypeVar("D", bound=Invocable)
 
 # Errors about the request itself, not the definition's work: they reach the client as raised.
 PROTOCOL_ERRORS = frozenset({JsonRpcErrorCode.MissingRequiredClientCapability, JsonRpcErrorCode.HeaderMismatch})
@@ -50,25 +68,24 @@ def _issues(exc: ValidationError) -> list[dict[str, Any]]:
             for e in exc.errors(include_url=False, include_input=False)[:_MAX_ISSUES]]
 
 
-def valid_arguments(plan: ArgsPlan, args: Any, family: Family[Any]) -> Any:
-    """``args`` validated against ``plan`` (keys starting with ``_`` that are not parameters are
-    client artifacts and dropped); raises :func:`invalid_arguments`."""
-    if type(args) is not dict:
-        raise invalid_arguments('"arguments" must be an object.', family.hint)
-    stray = args.keys() - plan.field_keys
-    if stray:
-        extra = sorted(k for k in stray if not k.startswith("_"))
-        if extra:
-            raise invalid_arguments(f"Unknown argument(s): {', '.join(extra)}.", family.hint,
-                                    [{"path": k, "message": f"not an argument of this {family.noun}"} for k in extra])
-        args = {k: v for k, v in args.items() if k not in stray}
-    try:
-        return plan.validator.validate_python(args)
-    except ValidationError as exc:
-        issues = _issues(exc)
-        first = issues[0] if issues else {"path": "", "message": "invalid"}
-        raise invalid_arguments(f"Invalid arguments: {first['path'] or 'input'}: {first['message']}",
-                                family.hint, issues) from exc
+def _bad_type(family: Family[Any]) -> McpError:
+    return invalid_arguments('"arguments" must be an object.', family.hint)
+
+
+def _known(args: dict[str, Any], stray: set[str], family: Family[Any]) -> dict[str, Any]:
+    """``args`` without keys that are not parameters: those starting with ``_`` are client
+    artifacts and dropped; any other is an unknown argument."""
+    extra = sorted(k for k in stray if not k.startswith("_"))
+    if extra:
+        raise invalid_arguments(f"Unknown argument(s): {', '.join(extra)}.", family.hint,
+                                [{"path": k, "message": f"not an argument of this {family.noun}"} for k in extra])
+    return {k: v for k, v in args.items() if k not in stray}
+
+
+def _invalid(exc: ValidationError, family: Family[Any]) -> McpError:
+    issues = _issues(exc)
+    first = issues[0] if issues else {"path": "", "message": "invalid"}
+    return invalid_arguments(f"Invalid arguments: {first['path'] or 'input'}: {first['message']}", family.hint, issues)
 
 
 def _ignore(failed: bool) -> None:
@@ -90,18 +107,6 @@ class Family(Generic[D]):
     hint = "Call it again with corrected arguments."
     """The recovery hint of a bad-arguments error."""
 
-    def plan(self, d: D) -> ArgsPlan:
-        """How ``d``'s arguments are validated and passed."""
-        raise NotImplementedError
-
-    def scopes(self, d: D) -> Sequence[str]:
-        """The OAuth scopes a caller of ``d`` must hold."""
-        return ()
-
-    def contracts(self, d: D) -> Sequence[ErrorContract]:
-        """``d``'s declared failures (``errors=[...]``)."""
-        return ()
-
     def operation(self, d: D, target: str) -> str:
         """The operation name a ``Context`` reports and request state is sealed to."""
         raise NotImplementedError
@@ -112,7 +117,7 @@ class Family(Generic[D]):
 
     def context(self, d: D, req: Inbound, operation: str, target: str) -> Context:
         """The ``Context`` one attempt receives."""
-        return Context(req, operation=operation, errors=self.contracts(d))
+        return Context(req, operation=operation, errors=d.errors)
 
     async def produce(self, d: D, kwargs: dict[str, Any], ctx: Context | None, req: Inbound,
                       target: str) -> dict[str, Any]:
@@ -129,33 +134,35 @@ class Family(Generic[D]):
         raise NotImplementedError
 
 
-async def _attempt(family: Family[D], d: D, validated: Any, req: Inbound, operation: str,
-                   target: str) -> dict[str, Any]:
-    plan = family.plan(d)
+def _attempt(family: Family[D], d: D, validated: Any, req: Inbound, target: str) -> Awaitable[dict[str, Any]]:
+    """One call of the handler, with fresh arguments and context."""
+    plan = d.args
     kwargs = plan.kwargs(validated)
     ctx: Context | None = None
     if plan.ctx_param is not None:
-        ctx = family.context(d, req, operation, target)
+        ctx = family.context(d, req, family.operation(d, target), target)
         kwargs[plan.ctx_param] = ctx
-    return await family.produce(d, kwargs, ctx, req, target)
+    return family.produce(d, kwargs, ctx, req, target)
 
 
-async def _run(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound, operation: str,
+async def _run(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound,
                target: str) -> dict[str, Any]:
     """Every attempt and input round; a failure answered by the family. Request state that does
     not verify is refused as raised."""
+    first: InputRequired | None = None
     if req.request_state is not None:
-        unseal(core, req, operation)
+        unseal(core, req, family.operation(d, target))
     try:
         if req.request_state is None:
-            try:  # the common case: one round, no state to verify
-                return await _attempt(family, d, validated, req, operation, target)
+            plan = d.args
+            try:  # the common case: one round, no state to verify; without a context, inline
+                if plan.ctx_param is None:
+                    return await family.produce(d, plan.kwargs(validated), None, req, target)
+                return await _attempt(family, d, validated, req, target)
             except InputRequired as sig:
-                first: InputRequired | None = sig
-        else:
-            first = None
-        return await run_rounds(core, req, operation, lambda: _attempt(family, d, validated, req, operation, target),
-                                first)
+                first = sig
+        return await run_rounds(core, req, family.operation(d, target),
+                                lambda: _attempt(family, d, validated, req, target), first)
     except McpError as exc:
         if exc.code in PROTOCOL_ERRORS:
             raise
@@ -164,27 +171,47 @@ async def _run(core: ServerCore, family: Family[D], d: D, validated: Any, req: I
         return family.failed(d, classify_and_log(exc, family.label(d, target), req.request_id), req)
 
 
-async def invoke(core: ServerCore, family: Family[D], d: D, args: Any, req: Inbound, target: str) -> dict[str, Any]:
-    """Invoke ``d`` (found by ``family`` for ``target``) with the request's raw ``args``."""
-    scopes = family.scopes(d)
-    if scopes:
-        core.check_scopes(scopes, req)
-    try:
-        validated = valid_arguments(family.plan(d), {} if args is None else args, family)
-    except McpError as err:
-        return family.failed(d, err, req)
-    operation = family.operation(d, target)
-    tel = core.telemetry
-    if tel is None:
-        return await _run(core, family, d, validated, req, operation, target)
+async def _observed(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound,
+                    target: str, tel: Telemetry) -> dict[str, Any]:
     with family.observe(tel, d, req, target) as report:
         try:
-            result = await _run(core, family, d, validated, req, operation, target)
+            result = await _run(core, family, d, validated, req, target)
         except BaseException:
             report(True)
             raise
         report(bool(result.get("isError")))
         return result
+
+
+async def _answered(result: dict[str, Any]) -> dict[str, Any]:
+    return result
+
+
+def invoke(core: ServerCore, family: Family[D], d: D, args: Any, req: Inbound, target: str) -> Awaitable[
+        dict[str, Any]]:
+    """Invoke ``d`` (found by ``family`` for ``target``) with the request's raw ``args``: the
+    scopes and arguments are checked now, the rest runs when the returned awaitable is awaited.
+    Every ``tools/call`` passes here, so the common case makes no call it can avoid."""
+    if d.auth:
+        core.check_scopes(d.auth, req)
+    plan = d.args
+    if args is None:
+        args = {}
+    try:
+        if type(args) is not dict:
+            raise _bad_type(family)
+        stray = args.keys() - plan.field_keys
+        if stray:
+            args = _known(args, stray, family)
+        validated = plan.validator.validate_python(args)
+    except ValidationError as exc:
+        return _answered(family.failed(d, _invalid(exc, family), req))
+    except McpError as err:
+        return _answered(family.failed(d, err, req))
+    tel = core.telemetry
+    if tel is None:
+        return _run(core, family, d, validated, req, target)
+    return _observed(core, family, d, validated, req, target, tel)
 
 
 def span(tel: Telemetry, name: str, req: Inbound, attributes: dict[str, Any]) -> AbstractContextManager[

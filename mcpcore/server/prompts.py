@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..context import Context, Inbound
 from ..definitions.prompts import PromptDefinition
-from ..definitions.schema import ArgsPlan
 from ..errors import JsonRpcErrorCode, McpError
 from .invoke import Family, invoke, span
 
@@ -24,9 +23,6 @@ class PromptFamily(Family[PromptDefinition]):
 
     noun = "prompt"
     hint = "Check the prompt's arguments in prompts/list and get it again with corrected values."
-
-    def plan(self, d: PromptDefinition) -> ArgsPlan:
-        return d.args
 
     def operation(self, d: PromptDefinition, target: str) -> str:
         return "prompt:" + target
@@ -46,7 +42,7 @@ class PromptFamily(Family[PromptDefinition]):
 PROMPTS = PromptFamily()
 
 
-async def get_prompt(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+def get_prompt(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaitable[dict[str, Any]]:
     """``prompts/get``: the named prompt's messages for ``params.arguments``."""
     name = params.get("name")
     if type(name) is not str:
@@ -54,4 +50,4 @@ async def get_prompt(core: ServerCore, params: dict[str, Any], req: Inbound) -> 
     p = core.registry.prompts.get(name)
     if p is None:
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown prompt: {name}", {"reason": "unknown_prompt"})
-    return await invoke(core, PROMPTS, p, params.get("arguments"), req, name)
+    return invoke(core, PROMPTS, p, params.get("arguments"), req, name)

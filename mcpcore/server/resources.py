@@ -3,14 +3,13 @@ A resource's failures are JSON-RPC errors with its declared recovery hints."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..context import Context, Inbound
 from ..definitions.resources import ResourceDefinition, resource_entries
-from ..definitions.schema import ArgsPlan
-from ..errors import ErrorContract, JsonRpcErrorCode, McpError, resource_not_found, with_recovery
+from ..errors import JsonRpcErrorCode, McpError, resource_not_found, with_recovery
 from ..protocol.versions import Era
 from .invoke import Family, invoke, span
 
@@ -34,15 +33,6 @@ class ResourceFamily(Family[ResourceDefinition]):
 
     noun = "resource template"
     hint = "Check the URI against the resource templates in resources/templates/list and read it again."
-
-    def plan(self, d: ResourceDefinition) -> ArgsPlan:
-        return d.args
-
-    def scopes(self, d: ResourceDefinition) -> Sequence[str]:
-        return d.auth
-
-    def contracts(self, d: ResourceDefinition) -> Sequence[ErrorContract]:
-        return d.errors
 
     def operation(self, d: ResourceDefinition, target: str) -> str:
         return target
@@ -90,14 +80,14 @@ async def all_resources(core: ServerCore, req: Inbound) -> list[dict[str, Any]]:
     return items
 
 
-async def read_resource(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+def read_resource(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaitable[dict[str, Any]]:
     """``resources/read``: the contents at ``params.uri``."""
     uri = _uri(params)
     found = core.registry.find_resource(uri)
     if found is None:
         raise resource_not_found(uri, modern=req.era is Era.MODERN)
     res, variables = found
-    return await invoke(core, RESOURCES, res, variables, req, uri)
+    return invoke(core, RESOURCES, res, variables, req, uri)
 
 
 async def subscribe(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:

@@ -3,14 +3,13 @@ result (bad arguments included); only an unknown tool and protocol refusals are 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..context import Context, Inbound
-from ..definitions.schema import ArgsPlan
 from ..definitions.tools import ToolDefinition
-from ..errors import ErrorContract, JsonRpcErrorCode, McpError
+from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.versions import Era
 from .invoke import Family, invoke
 from .results import tool_error_result, tool_success_result
@@ -27,15 +26,6 @@ class ToolFamily(Family[ToolDefinition]):
 
     noun = "tool"
     hint = "Check the tool's inputSchema and call it again with corrected arguments."
-
-    def plan(self, d: ToolDefinition) -> ArgsPlan:
-        return d.args
-
-    def scopes(self, d: ToolDefinition) -> Sequence[str]:
-        return d.auth
-
-    def contracts(self, d: ToolDefinition) -> Sequence[ErrorContract]:
-        return d.errors
 
     def operation(self, d: ToolDefinition, target: str) -> str:
         return "tool:" + target
@@ -58,7 +48,7 @@ class ToolFamily(Family[ToolDefinition]):
 TOOLS = ToolFamily()
 
 
-async def call_tool(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+def call_tool(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaitable[dict[str, Any]]:
     """``tools/call``: the named tool with ``params.arguments``."""
     name = params.get("name")
     if type(name) is not str:
@@ -66,4 +56,4 @@ async def call_tool(core: ServerCore, params: dict[str, Any], req: Inbound) -> d
     tool = core.registry.tools.get(name)
     if tool is None:
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown tool: {name}", {"reason": "unknown_tool"})
-    return await invoke(core, TOOLS, tool, params.get("arguments"), req, name)
+    return invoke(core, TOOLS, tool, params.get("arguments"), req, name)
