@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["PROTOCOL_ERRORS", "Family", "Invocable", "invalid_arguments", "invoke", "span"]
 
 
-
 class Invocable(Protocol):
     """What every definition the pipeline invokes has (tools, prompts, resources)."""
 
@@ -93,7 +92,8 @@ def _ignore(failed: bool) -> None:
 
 
 @contextmanager
-def _span(tel: Telemetry, name: str, req: Inbound, attributes: dict[str, Any]) -> Iterator[Callable[[bool], None]]:
+def span(tel: Telemetry, name: str, req: Inbound, attributes: dict[str, Any]) -> Iterator[Callable[[bool], None]]:
+    """A plain execution span for :meth:`Family.observe` (the outcome is not reported)."""
     with tel.execution(name, req, attributes):
         yield _ignore
 
@@ -213,8 +213,3 @@ def invoke(core: ServerCore, family: Family[D], d: D, args: Any, req: Inbound, t
         return _run(core, family, d, validated, req, target)
     return _observed(core, family, d, validated, req, target, tel)
 
-
-def span(tel: Telemetry, name: str, req: Inbound, attributes: dict[str, Any]) -> AbstractContextManager[
-        Callable[[bool], None]]:
-    """A plain execution span for :meth:`Family.observe` (the outcome is not reported)."""
-    return _span(tel, name, req, attributes)
