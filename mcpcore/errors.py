@@ -8,8 +8,9 @@ Hierarchy::
      └── ConfigurationError       a mistake in definitions or settings, raised at decoration or
                                   startup time and never sent to a client
 
-``ctx.request_input`` raises ``InputRequired`` (in :mod:`mcpcore.inputs`), which is a signal, not an
-error: it never reaches the classifier below.
+``ctx.request_input`` raises ``InputRequired`` (in :mod:`mcpcore.context.inputs`), which is a signal,
+not an error: it derives from ``BaseException`` (as ``asyncio.CancelledError`` does), so a handler's
+``except Exception`` cannot swallow it, and it never reaches the classifier below.
 
 Exactly one place turns an arbitrary exception into a wire error: :func:`classify`. A tool turns
 the result into an ``isError`` result (the envelope under ``_meta[TOOL_ERROR_META]``); every other
@@ -25,6 +26,7 @@ from enum import IntEnum
 from typing import Any
 
 __all__ = [
+    "RESOURCE_NOT_FOUND",
     "TOOL_ERROR_META",
     "ConfigurationError",
     "ErrorContract",
@@ -32,6 +34,7 @@ __all__ = [
     "McpError",
     "classify",
     "conflict",
+    "error_object",
     "forbidden",
     "internal_error",
     "invalid_params",
@@ -39,11 +42,13 @@ __all__ = [
     "method_not_found",
     "not_found",
     "rate_limited",
+    "resource_not_found",
     "serialization_error",
     "service_unavailable",
     "timeout",
     "unauthorized",
     "validation_error",
+    "with_recovery",
 ]
 
 
@@ -79,8 +84,11 @@ class JsonRpcErrorCode(IntEnum):
     SerializationError = -32070
     UnknownError = -32099
 
-    # The 2025-era wire code for "resource not found" (the same number as Conflict).
-    ResourceNotFound = -32002
+
+RESOURCE_NOT_FOUND = -32002
+"""MCP's 2025-era code for ``resources/read`` of a URI nothing serves (``data.uri``); 2026-07-28
+answers ``InvalidParams`` instead. Not a :class:`JsonRpcErrorCode` member: the number is the
+reference framework's ``Conflict``, and an enum alias would read back as ``Conflict``."""
 
 
 class McpError(Exception):
@@ -111,15 +119,22 @@ class McpError(Exception):
     def __repr__(self) -> str:
         return f"McpError(code={self.code}, message={self.message!r}, data={self.data!r})"
 
-    def to_wire(self, request_id: str | None = None) -> dict[str, Any]:
-        """The JSON-RPC ``error`` object, with ``data.requestId`` when given."""
-        data = dict(self.data) if self.data else {}
+    def to_wire(self, request_id: str | None = None, contracts: Sequence[ErrorContract] = ()) -> dict[str, Any]:
+        """The JSON-RPC ``error`` object: the declared recovery hint filled from ``contracts``
+        and, when given, ``data.requestId``."""
+        data = fill_recovery(self, contracts) if contracts else self.data
         if request_id is not None:
-            data.setdefault("requestId", request_id)
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
-        if data:
-            err["data"] = data
-        return err
+            data = {**data, "requestId": request_id} if data else {"requestId": request_id}
+        return error_object(self.code, self.message, data)
+
+
+def error_object(code: int, message: str, data: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON-RPC ``error`` member, ``{"code", "message", "data"?}`` (``data`` only when there is
+    any): the one builder of error objects, for every transport and method."""
+    err: dict[str, Any] = {"code": int(code), "message": message}
+    if data:
+        err["data"] = dict(data)
+    return err
 
 
 class ConfigurationError(Exception):
@@ -204,6 +219,20 @@ def validate_contracts(owner: str, contracts: Sequence[ErrorContract]) -> tuple[
         if not c.recovery.strip():
             raise ConfigurationError(f"{owner}: error {c.reason!r} needs a recovery hint")
     return tuple(contracts)
+
+
+def with_recovery(err: McpError, contracts: Sequence[ErrorContract]) -> McpError:
+    """``err`` as a JSON-RPC error should carry it: a copy with the declared recovery hint
+    filled (``err`` itself is unchanged; without a matching contract it is returned as is)."""
+    data = fill_recovery(err, contracts)
+    return err if data is err.data else McpError(err.code, err.message, data)
+
+
+def resource_not_found(uri: str, *, modern: bool) -> McpError:
+    """``resources/read`` of ``uri``, which nothing serves: ``InvalidParams`` on 2026-07-28,
+    :data:`RESOURCE_NOT_FOUND` on the 2025 era; ``data.uri`` on both."""
+    code = JsonRpcErrorCode.InvalidParams if modern else RESOURCE_NOT_FOUND
+    return McpError(code, f"Resource not found: {uri}", {"uri": uri})
 
 
 def fill_recovery(err: McpError, contracts: Sequence[ErrorContract]) -> dict[str, Any] | None:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .context import Inbound
 
 __all__ = ["Telemetry"]
 
@@ -54,7 +57,7 @@ class Telemetry:
         return self._propagator.extract(found) if found else None
 
     @contextlib.contextmanager
-    def execution(self, name: str, req: Any, attributes: Mapping[str, Any]) -> Iterator[Any]:
+    def execution(self, name: str, req: Inbound, attributes: Mapping[str, Any]) -> Iterator[Any]:
         """A span for one handler execution; fills ``req.trace_id``/``span_id`` for the context."""
         carrier: dict[str, Any] = {}
         if req.meta:
@@ -68,7 +71,7 @@ class Telemetry:
             yield span
 
     @contextlib.contextmanager
-    def tool_call(self, name: str, req: Any) -> Iterator[Callable[[bool], None]]:
+    def tool_call(self, name: str, req: Inbound) -> Iterator[Callable[[bool], None]]:
         """A ``tool_execution:<name>`` span and the call metrics; call the yielded function with
         whether the call failed."""
         start = time.perf_counter()

@@ -389,3 +389,58 @@ async def test_consent_gate_on_a_2025_session_and_decline(sandbox: Any) -> None:
         assert r["isError"] and "'decline'" in r["content"][0]["text"]
     assert (sandbox / "notes" / "old.txt").exists()
     assert time.time() > 0
+
+
+# -- a broad handler cannot swallow the question ----------------------------------------------------
+
+@tool
+def swallower(ctx: Context) -> str:
+    """Asks for a name inside a broad ``except Exception``."""
+    got = ctx.inputs.accepted("user_name")
+    if got is not None:
+        return f"Hello, {got['name']}!"
+    try:
+        ctx.request_input({"user_name": input_required.elicit("Your name?", {"type": "object", "properties": {
+            "name": {"type": "string"}}, "required": ["name"]})})
+    except Exception:
+        return "swallowed"
+    return "unreachable"
+
+
+def test_input_required_is_not_an_exception() -> None:
+    from mcpcore import InputRequired
+
+    assert issubclass(InputRequired, BaseException) and not issubclass(InputRequired, Exception)
+
+
+async def test_except_exception_in_a_tool_does_not_swallow_the_question_modern() -> None:
+    app = McpApp("t", "1", tools=[swallower], settings=Settings.from_env({}, request_state_key=KEY))
+    async with McpTestClient(app, era="modern", capabilities={"elicitation": {}}) as c:
+        r = await c.call_tool("swallower")
+        assert r["resultType"] == "input_required" and list(r["inputRequests"]) == ["user_name"]
+        r = await c.call_tool("swallower", inputResponses=ACCEPT_NAME)
+        assert r["resultType"] == "complete" and r["content"][0]["text"] == "Hello, Ada!"
+
+
+async def test_except_exception_in_a_tool_does_not_swallow_the_question_legacy() -> None:
+    seen: list[str] = []
+    app = McpApp("t", "1", tools=[swallower], settings=Settings.from_env({}))
+    async with McpTestClient(app, capabilities=CAPS, handlers=handlers(seen)) as c:
+        r = await c.call_tool("swallower")
+        assert seen == ["elicit"] and r["content"][0]["text"] == "Hello, Ada!"
+        assert "isError" not in r
+
+
+async def test_input_asked_where_no_round_can_run_is_an_internal_error() -> None:
+    def asks(ctx: Context) -> list[dict[str, Any]]:
+        return ctx.request_input(request_state="x")
+
+    @resource("listed://{name}", list=asks)
+    def listed(name: str) -> str:
+        return name
+
+    app = McpApp("t", "1", resources=[listed], settings=Settings.from_env({}))
+    async with McpTestClient(app) as c:
+        with pytest.raises(McpError) as e:
+            await c.request("resources/list")
+        assert e.value.code == -32603

@@ -126,3 +126,48 @@ async def test_methods_of_unregistered_families_are_not_found() -> None:
         with pytest.raises(McpError) as e:
             await c.list_tools()
         assert e.value.code == -32601
+
+
+async def test_bad_arguments_are_reported_one_way_by_every_family() -> None:
+    async with McpTestClient(example_app()) as c:
+        tool_err = (await c.call_tool("search", {"query": "red", "limit": 500}))["_meta"]["dev.mcpcore/error"]
+        with pytest.raises(McpError) as prompt_err:
+            await c.get_prompt("test_prompt_with_arguments", {"arg1": "a"})
+        with pytest.raises(McpError) as extra_err:
+            await c.get_prompt("test_simple_prompt", {"extra": "x"})
+        with pytest.raises(McpError) as resource_err:
+            await c.read_resource("catalog://items/abc")
+    shapes = [(tool_err["code"], tool_err["data"]), (prompt_err.value.code, prompt_err.value.data),
+              (extra_err.value.code, extra_err.value.data), (resource_err.value.code, resource_err.value.data)]
+    for code, data in shapes:
+        assert code == -32602 and data["reason"] == "invalid_arguments" and data["recovery"]["hint"]
+        assert data["issues"] and {"path", "message"} <= set(data["issues"][0]) and data["requestId"]
+    assert prompt_err.value.message == "Invalid arguments: arg2: Field required"
+    assert extra_err.value.message == "Unknown argument(s): extra."
+    assert resource_err.value.data["issues"][0]["path"] == "index"
+
+
+def test_resource_not_found_has_its_own_name_and_conflict_keeps_its_own() -> None:
+    from mcpcore.errors import RESOURCE_NOT_FOUND, JsonRpcErrorCode, resource_not_found
+
+    assert RESOURCE_NOT_FOUND == -32002 and not hasattr(JsonRpcErrorCode, "ResourceNotFound")
+    assert JsonRpcErrorCode(-32002) is JsonRpcErrorCode.Conflict
+    legacy, modern = resource_not_found("a://b", modern=False), resource_not_found("a://b", modern=True)
+    assert (legacy.code, legacy.data) == (-32002, {"uri": "a://b"}) and legacy.message == "Resource not found: a://b"
+    assert (modern.code, modern.data) == (-32602, {"uri": "a://b"})
+
+
+def test_every_error_object_has_one_shape() -> None:
+    from mcpcore.errors import ErrorContract, error_object
+    from mcpcore.protocol.jsonrpc import bounded_batch
+
+    assert error_object(-32600, "Bad") == {"code": -32600, "message": "Bad"}
+    assert error_object(-32600, "Bad", {"a": 1}) == {"code": -32600, "message": "Bad", "data": {"a": 1}}
+    err = McpError(-32001, "Gone", {"reason": "gone"})
+    hint = ErrorContract("gone", -32001, "Gone", "Pick another document from the list.")
+    assert err.to_wire("R-1", [hint]) == {"code": -32001, "message": "Gone", "data": {
+        "reason": "gone", "recovery": {"hint": "Pick another document from the list."}, "requestId": "R-1"}}
+    assert err.data == {"reason": "gone"} and McpError(-32603, "x").to_wire() == {"code": -32603, "message": "x"}
+    [part] = bounded_batch([], [({"id": 1}, b"x" * 100)], 10)
+    assert part == b'{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"The batch\'s response would exceed 10 ' \
+                   b'bytes; send this request on its own."}}'

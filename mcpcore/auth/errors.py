@@ -33,7 +33,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ..errors import JsonRpcErrorCode, McpError
+from ..errors import JsonRpcErrorCode, McpError, error_object
 
 __all__ = ["AuthError", "AuthErrorCode", "AuthStatus"]
 
@@ -142,8 +142,7 @@ class AuthError(Exception):
 
     def response_body(self, request_id: str | int | None = None) -> dict[str, Any]:
         """A JSON-RPC error response object for the HTTP body."""
-        return {"jsonrpc": "2.0", "id": request_id,
-                "error": {"code": self.json_rpc_code, "message": self.description}}
+        return {"jsonrpc": "2.0", "id": request_id, "error": error_object(self.json_rpc_code, self.description)}
 
     def www_authenticate(self, resource_metadata: str | None = None, *, realm: str = "mcp",
                          include_scope: bool = True) -> str | None:

@@ -13,6 +13,7 @@ from .outbound import DiscardOutbound, Outbound
 from .signal import CancelSignal
 
 if TYPE_CHECKING:
+    from ..sessions.base import SessionRecord
     from ..storage.service import StateService
 
 __all__ = ["AuthInfo", "ContextServices", "Inbound", "new_request_token"]
@@ -77,7 +78,7 @@ class Inbound:
     protocol_version: str = ""
     services: ContextServices = _DEFAULT_SERVICES
     outbound: Outbound = _NULL_OUTBOUND
-    session: Any = None
+    session: SessionRecord | None = None
     session_id: str | None = None
     client_capabilities: dict[str, Any] | None = None
     client_info: dict[str, Any] | None = None

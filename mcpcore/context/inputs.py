@@ -62,11 +62,11 @@ class InputRequiredSpec:
                 raise TypeError(f"input request {key!r} must be built with input_required.*")
 
 
-class InputRequired(Exception):
+class InputRequired(BaseException):
     """Raised by ``ctx.request_input``; the framework turns it into the protocol's answer.
 
-    Never catch it in handler code (a broad ``except Exception`` around ``ctx.request_input``
-    would swallow the question).
+    A signal, not an error: like ``asyncio.CancelledError`` it derives from ``BaseException``,
+    so a handler's ``except Exception`` around ``ctx.request_input`` lets the question through.
     """
 
     def __init__(self, spec: InputRequiredSpec, fallback_hint: str | None = None) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
 from ..content import PromptMessage, to_wire
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ErrorContract
 from .common import caller_locals, check_name, description_of, make_caller
 from .schema import ArgsPlan, args_plan
 
@@ -31,6 +31,10 @@ class PromptDefinition:
     complete: dict[str, Callable[..., Any]] = field(default_factory=dict)
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
+    errors: tuple[ErrorContract, ...] = ()
+    """Declared failures: none for prompts (the field keeps every invocable definition alike)."""
+    auth: tuple[str, ...] = ()
+    """Required scopes: none for prompts (as in the reference framework)."""
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}

@@ -37,7 +37,7 @@ from .frontmatter import FrontmatterError, parse_frontmatter
 if TYPE_CHECKING:
     from ..app import McpApp
     from ..context import Inbound
-    from ..server.dispatcher import Dispatcher
+    from ..server.core import ServerCore
 
 __all__ = ["MAX_FILES", "MAX_TOTAL_BYTES", "Skill", "SkillFile", "Skills", "serve_skills"]
 
@@ -310,17 +310,17 @@ def serve_skills(app: McpApp, skills: Skills | str | os.PathLike[str]) -> Skills
         app.registry.add(d)
     size = app.settings.list_page_size
 
-    async def list_skills(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+    async def list_skills(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
         items, nxt = page(s.entries, params.get("cursor"), size)
         out: dict[str, Any] = {"skills": list(items)}
         if nxt is not None:
             out["nextCursor"] = nxt
         return out
 
-    async def get_skill(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+    async def get_skill(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
         return {"skill": s.get(params.get("uri")).entry()}
 
-    async def read_directory(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+    async def read_directory(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
         items, nxt = page(s.children(params.get("uri")), params.get("cursor"), size)
         out: dict[str, Any] = {"resources": list(items)}
         if nxt is not None:

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any, Literal
 
 from .. import _json
-from ..errors import JsonRpcErrorCode, McpError
+from ..errors import JsonRpcErrorCode, McpError, error_object
 from .limits import MAX_ID, MAX_METHOD
 
 __all__ = [
@@ -111,7 +111,8 @@ def result_response(request_id: str | int, result: Any) -> bytes:
 
 
 def error_response(request_id: str | int | None, error: dict[str, Any]) -> bytes:
-    """Serialise an error response; the id is omitted when it could not be read."""
+    """Serialise an error response (``error`` as :func:`~mcpcore.errors.error_object` builds it);
+    the id is omitted when it could not be read."""
     if request_id is None:
         return b'{"jsonrpc":"2.0","error":' + _json.dumps(error) + b"}"
     return b'{"jsonrpc":"2.0","id":' + _json.dumps(request_id) + b',"error":' + _json.dumps(error) + b"}"
@@ -128,8 +129,8 @@ def bounded_batch(errors: list[bytes], answered: list[tuple[dict[str, Any], byte
         if body is None:
             continue
         if size + len(body) > limit:
-            body = error_response(msg["id"], {"code": JsonRpcErrorCode.InvalidRequest, "message": (
-                f"The batch's response would exceed {limit} bytes; send this request on its own.")})
+            body = error_response(msg["id"], error_object(JsonRpcErrorCode.InvalidRequest, (
+                f"The batch's response would exceed {limit} bytes; send this request on its own.")))
         size += len(body)
         parts.append(body)
     return parts

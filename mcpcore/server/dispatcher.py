@@ -8,59 +8,48 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _json
-from ..auth.scopes import check_scopes
 from ..config import Settings
 from ..context import ContextServices, Inbound
+from ..context.inputs import InputRequired
 from ..definitions.resources import CacheHint
-from ..errors import ErrorContract, JsonRpcErrorCode, McpError, classify
-from ..logs import LEVELS, normalize_level
-from ..protocol.extensions import APP_MIME_TYPE, APPS
+from ..errors import JsonRpcErrorCode, McpError, classify
 from ..protocol.jsonrpc import error_response, result_response
 from ..protocol.limits import check_params, clip
 from ..protocol.pagination import page
-from ..protocol.versions import (
-    META_SERVER_INFO,
-    MODERN_VERSIONS,
-    Era,
-    negotiate,
-)
+from ..protocol.versions import META_SERVER_INFO, Era
 from ..security.sealing import RequestStateSealer
+from . import lifecycle
 from . import prompts as prompt_methods
 from . import resources as resource_methods
 from .closing import Closing
+from .completion import complete
+from .core import Handler, ServerCore
 from .listen import listen
 from .notify import Notifier
 from .registry import Registry
-from .results import error_payload
 from .tools import call_tool
+
+if TYPE_CHECKING:
+    from ..sessions.base import SessionStore
+    from ..telemetry import Telemetry
 
 __all__ = ["Dispatcher"]
 
 log = logging.getLogger("mcpcore.server")
 
-Handler = Callable[["Dispatcher", dict[str, Any], Inbound], Awaitable[Any]]
-
 CACHEABLE = ("server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
              "resources/read")
 
 
-def _normalize_capabilities(caps: Any) -> dict[str, Any]:
-    """The 2025-era view of client capabilities: a bare ``elicitation: {}`` means form mode."""
-    if type(caps) is not dict:
-        return {}
-    out = dict(caps)
-    el = out.get("elicitation")
-    if type(el) is dict and not el:
-        out["elicitation"] = {"form": {}}
-    return out
-
-
 class Dispatcher:
-    """Routes methods to handlers and shapes results and errors for the request's era."""
+    """Routes methods to handlers and shapes results and errors for the request's era.
+
+    Handlers receive :attr:`core` (a :class:`~mcpcore.server.core.ServerCore`), never the
+    dispatcher; the dispatcher's own attributes of the same names are that core's parts.
+    """
 
     def __init__(
         self,
@@ -72,33 +61,29 @@ class Dispatcher:
         services: ContextServices,
         notifier: Notifier,
         cache_hints: dict[str, CacheHint] | None = None,
-        sessions: Any = None,
+        sessions: SessionStore | None = None,
         sealer: RequestStateSealer | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> None:
+        self.core = ServerCore(registry=registry, settings=settings, notifier=notifier, server_info=server_info,
+                               instructions=instructions, sessions=sessions, sealer=sealer, extensions=extensions)
+        """What the method handlers see."""
         self.registry = registry
         self.settings = settings
         self.server_info = server_info
-        self.instructions = instructions
         self.services = services
         self.notifier = notifier
-        self.sessions = sessions
-        self.sealer = sealer
-        self.telemetry: Any = None
+        self.closing: Closing = self.core.closing
         self.cache_hints = {m: CacheHint(0, "private") for m in CACHEABLE}
         self.cache_hints.update(cache_hints or {})
-        self.closing = Closing()
-        self.extensions: dict[str, dict[str, Any]] = dict(extensions or {})
-        """Extensions this server declares under ``capabilities.extensions`` (id -> settings)."""
-        self._caps: tuple[int, dict[str, Any]] | None = None
         self._server_meta = {META_SERVER_INFO: server_info}
         self._list_cache: dict[tuple[Era, str, Any], bytes] = {}
         self._served: dict[Era, dict[str, bool]] = {Era.LEGACY: {}, Era.MODERN: {}}
         registry.on_change(self._invalidate)
         self._legacy: dict[str, Handler] = {
-            "initialize": Dispatcher._initialize,
-            "ping": Dispatcher._ping,
-            "logging/setLevel": Dispatcher._set_level,
+            "initialize": lifecycle.initialize,
+            "ping": lifecycle.ping,
+            "logging/setLevel": lifecycle.set_level,
             "resources/subscribe": resource_methods.subscribe,
             "resources/unsubscribe": resource_methods.unsubscribe,
         }
@@ -106,11 +91,11 @@ class Dispatcher:
             "tools/call": call_tool,
             "resources/read": resource_methods.read_resource,
             "prompts/get": prompt_methods.get_prompt,
-            "completion/complete": prompt_methods.complete,
+            "completion/complete": complete,
         }
         self._lists = {"tools/list", "prompts/list", "resources/list", "resources/templates/list"}
         self._modern: dict[str, Handler] = {
-            "server/discover": Dispatcher._discover,
+            "server/discover": lifecycle.discover,
             "subscriptions/listen": listen,
         }
         self._gates = {
@@ -121,34 +106,40 @@ class Dispatcher:
             "completion/complete": "completions",
         }
 
+    @property
+    def telemetry(self) -> Telemetry | None:
+        """Spans and metrics of the handlers (``None``: off)."""
+        return self.core.telemetry
+
+    @telemetry.setter
+    def telemetry(self, value: Telemetry | None) -> None:
+        self.core.telemetry = value
+
+    @property
+    def sealer(self) -> RequestStateSealer | None:
+        """Seals the request state handlers hand to ``ctx.request_input`` (``None``: unsigned)."""
+        return self.core.sealer
+
+    @property
+    def sessions(self) -> SessionStore | None:
+        """Where 2025-era sessions are saved after a handler changed them."""
+        return self.core.sessions
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions for the model."""
+        return self.core.instructions
+
+    @property
+    def extensions(self) -> dict[str, dict[str, Any]]:
+        """Extensions this server declares under ``capabilities.extensions`` (id -> settings)."""
+        return self.core.extensions
+
     # -- capabilities -------------------------------------------------------------------------
 
     def capabilities(self) -> dict[str, Any]:
         """Server capabilities that match what is registered."""
-        cached = self._caps
-        if cached is not None and cached[0] == self.registry.version:
-            return cached[1]
-        caps = self._capabilities()
-        self._caps = (self.registry.version, caps)
-        return caps
-
-    def _capabilities(self) -> dict[str, Any]:
-        r = self.registry
-        caps: dict[str, Any] = {"logging": {}}
-        if r.prompts or r.templates:
-            caps["completions"] = {}
-        if r.prompts:
-            caps["prompts"] = {"listChanged": True}
-        if r.resources or r.templates:
-            caps["resources"] = {"subscribe": True, "listChanged": True}
-        if r.tools:
-            caps["tools"] = {"listChanged": True}
-        extensions = dict(self.extensions)
-        if APPS not in extensions and any(t.app is not None for t in r.tools.values()):
-            extensions[APPS] = {"mimeTypes": [APP_MIME_TYPE]}
-        if extensions:
-            caps["extensions"] = extensions
-        return caps
+        return self.core.capabilities()
 
     def add_method(self, method: str, handler: Handler, *, gate: str | None = None,
                    cache_hint: CacheHint | None = None) -> None:
@@ -159,13 +150,12 @@ class Dispatcher:
             self._gates[method] = gate
         if cache_hint is not None:
             self.cache_hints.setdefault(method, cache_hint)
-        self._caps = None
+        self.core.forget_capabilities()
         self._invalidate("methods")
 
     def declare_extension(self, ext_id: str, settings: dict[str, Any]) -> None:
         """Add ``ext_id`` to the capabilities this server declares."""
-        self.extensions[ext_id] = settings
-        self._caps = None
+        self.core.declare_extension(ext_id, settings)
 
     def _invalidate(self, kind: str) -> None:
         self._list_cache.clear()
@@ -208,28 +198,21 @@ class Dispatcher:
             if method in self._lists:
                 return await self._list(rid, method, params, req)
             handler = self._common.get(method) or (self._legacy if req.era is Era.LEGACY else self._modern)[method]
-            result = await handler(self, params, req)
+            result = await handler(self.core, params, req)
             if req.era is Era.MODERN:
                 result = self._modern_result(method, result)
             return result_response(rid, result)
         except McpError as exc:
             req.error_code = exc.code
             req.error_data = exc.data
-            return error_response(rid, error_payload(exc, (), req.request_id))
+            return error_response(rid, exc.to_wire(req.request_id))
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except (Exception, InputRequired) as exc:  # InputRequired: asked where no input round runs
             err = classify(exc)
             req.error_code = err.code
             log.error("Unhandled error in %s", method, exc_info=exc, extra={"fields": {"requestId": req.request_id}})
-            return error_response(rid, error_payload(err, (), req.request_id))
-
-    def wire_error(self, err: McpError, contracts: Sequence[ErrorContract]) -> McpError:
-        """A copy of ``err`` with the declared recovery hint filled (the original is untouched)."""
-        payload = error_payload(err, contracts, "")
-        data = payload["data"]
-        data.pop("requestId", None)
-        return McpError(err.code, err.message, data or None)
+            return error_response(rid, err.to_wire(req.request_id))
 
     def _modern_result(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         result.setdefault("resultType", "complete")
@@ -262,7 +245,7 @@ class Dispatcher:
                 items, nxt = page([t.template_listing() for t in r.templates], cursor, size)
                 result = {"resourceTemplates": list(items)}
             else:
-                items, nxt = page(await resource_methods.all_resources(self, req), cursor, size)
+                items, nxt = page(await resource_methods.all_resources(self.core, req), cursor, size)
                 result = {"resources": list(items)}
             if nxt is not None:
                 result["nextCursor"] = nxt
@@ -272,69 +255,3 @@ class Dispatcher:
             if not dynamic and len(self._list_cache) < 1024:
                 self._list_cache[key] = cached
         return result_response(rid, cached)
-
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    async def _initialize(self, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
-        version = negotiate(params.get("protocolVersion"))
-        caps = _normalize_capabilities(params.get("capabilities"))
-        info = params.get("clientInfo") if type(params.get("clientInfo")) is dict else None
-        limit = self.settings.max_client_metadata_bytes
-        if len(_json.dumps(caps)) + (len(_json.dumps(info)) if info else 0) > limit:
-            raise McpError(JsonRpcErrorCode.InvalidParams, f"capabilities and clientInfo exceed {limit} bytes.",
-                           {"reason": "too_large", "limit": limit})
-        req.protocol_version = version
-        req.client_capabilities = caps
-        req.client_info = info
-        session = req.session
-        if session is not None:
-            session.protocol_version = version
-            session.client_capabilities = caps
-            session.client_info = info
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": self.capabilities(),
-            "serverInfo": self.server_info,
-        }
-        if self.instructions:
-            result["instructions"] = self.instructions
-        return result
-
-    async def _ping(self, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
-        return {}
-
-    async def _set_level(self, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
-        raw = params.get("level")
-        level = normalize_level(raw) if type(raw) is str else None
-        if level is None or raw != level:
-            raise McpError(JsonRpcErrorCode.InvalidParams, f"Invalid log level: {raw!r}",
-                           {"supported": list(LEVELS)})
-        session = req.session
-        if session is not None:
-            session.log_level = level
-            await self.save_session(session)
-        req.client_log_level = LEVELS[level]
-        return {}
-
-    async def _discover(self, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
-        result: dict[str, Any] = {"supportedVersions": list(MODERN_VERSIONS), "capabilities": self.capabilities()}
-        if self.instructions:
-            result["instructions"] = self.instructions
-        return result
-
-    # -- helpers used by method modules ---------------------------------------------------------
-
-    async def save_session(self, session: Any) -> None:
-        if self.sessions is not None:
-            await self.sessions.save(session)
-
-    def check_scopes(self, required: Sequence[str], req: Inbound) -> None:
-        """Fail closed when a definition requires scopes the caller does not hold (checked
-        before its input is parsed); the client is never told which scopes were missing."""
-        if not required:
-            return
-        try:
-            check_scopes(req.auth, required, auth_mode=self.settings.auth_mode,
-                         disabled=self.settings.auth_disable_scope_checks)
-        except McpError as exc:
-            raise McpError(exc.code, exc.message, {"reason": "insufficient_scope"}) from None

@@ -14,7 +14,7 @@ from ..queues import BoundedQueue
 from .notify import notification_for, reaches
 
 if TYPE_CHECKING:
-    from .dispatcher import Dispatcher
+    from .core import ServerCore
 
 __all__ = ["honored_filter", "listen"]
 
@@ -57,10 +57,12 @@ def _wanted(event: BusEvent, honored: dict[str, Any]) -> bool:
     return event.get("uri") in honored.get("resourceSubscriptions", ())
 
 
-async def listen(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
-    honored = honored_filter(params.get("notifications"), d.capabilities(), d.settings.max_subscriptions)
+async def listen(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+    """``subscriptions/listen``: acknowledge the honoured filter, then forward matching events
+    until the client goes or the server shuts down."""
+    honored = honored_filter(params.get("notifications"), core.capabilities(), core.settings.max_subscriptions)
     meta = {META_SUBSCRIPTION_ID: req.jsonrpc_id}
-    queue: BoundedQueue[BusEvent] = BoundedQueue(d.settings.stream_queue_max)
+    queue: BoundedQueue[BusEvent] = BoundedQueue(core.settings.stream_queue_max)
 
     tenant = req.tenant_id
 
@@ -68,8 +70,8 @@ async def listen(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[st
         if _wanted(event, honored) and reaches(event, tenant):
             queue.put_nowait(event)
 
-    unsubscribe = d.notifier.bus.subscribe(on_event)
-    stop = d.closing.add_listener(lambda: queue.put_nowait(None))
+    unsubscribe = core.notifier.bus.subscribe(on_event)
+    stop = core.closing.add_listener(lambda: queue.put_nowait(None))
     try:
         req.outbound.post({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                              "params": {"_meta": meta, "notifications": honored}})

@@ -1,23 +1,23 @@
-"""``resources/*``: list, templates, read, subscribe."""
+"""``resources/*``: list, read (the resource family of the invoke pipeline), subscribe.
+A resource's failures are JSON-RPC errors with its declared recovery hints."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from ..context import Context, Inbound
-from ..context.inputs import InputRequired
-from ..definitions.resources import resource_entries
-from ..errors import JsonRpcErrorCode, McpError
+from ..definitions.resources import ResourceDefinition, resource_entries
+from ..errors import JsonRpcErrorCode, McpError, resource_not_found, with_recovery
 from ..protocol.versions import Era
-from .results import classify_and_log
-from .rounds import run_rounds
+from .invoke import Family, invoke, span
 
 if TYPE_CHECKING:
-    from .dispatcher import Dispatcher
+    from ..telemetry import Telemetry
+    from .core import ServerCore
 
-__all__ = ["all_resources", "not_found", "read_resource", "subscribe", "unsubscribe"]
+__all__ = ["RESOURCES", "all_resources", "read_resource", "subscribe", "unsubscribe"]
 
 
 def _uri(params: dict[str, Any]) -> str:
@@ -27,14 +27,48 @@ def _uri(params: dict[str, Any]) -> str:
     return uri
 
 
-def not_found(uri: str, era: Era) -> McpError:
-    code = JsonRpcErrorCode.InvalidParams if era is Era.MODERN else JsonRpcErrorCode.ResourceNotFound
-    return McpError(code, f"Resource not found: {uri}", {"uri": uri})
+class ResourceFamily(Family[ResourceDefinition]):
+    """Resources in the invoke pipeline; the target is the URI read, the arguments its template's
+    variables."""
+
+    noun = "resource template"
+    hint = "Check the URI against the resource templates in resources/templates/list and read it again."
+
+    def operation(self, d: ResourceDefinition, target: str) -> str:
+        return target
+
+    def label(self, d: ResourceDefinition, target: str) -> str:
+        return "resource:" + d.name
+
+    def context(self, d: ResourceDefinition, req: Inbound, operation: str, target: str) -> Context:
+        return Context(req, operation=operation, errors=d.errors, uri=target)
+
+    async def produce(self, d: ResourceDefinition, kwargs: dict[str, Any], ctx: Context | None, req: Inbound,
+                      target: str) -> dict[str, Any]:
+        value = await d.call(kwargs)
+        if value is None:
+            raise resource_not_found(target, modern=req.era is Era.MODERN)
+        out: dict[str, Any] = {"contents": d.contents(target, value)}
+        if req.era is Era.MODERN and d.cache_hint is not None:
+            out["ttlMs"] = d.cache_hint.ttl_ms
+            out["cacheScope"] = d.cache_hint.scope
+        return out
+
+    def failed(self, d: ResourceDefinition, err: McpError, req: Inbound) -> dict[str, Any]:
+        raise with_recovery(err, d.errors)
+
+    def observe(self, tel: Telemetry, d: ResourceDefinition, req: Inbound,
+                target: str) -> AbstractContextManager[Callable[[bool], None]]:
+        return span(tel, f"resource_read:{d.name}", req, {"mcp.resource.uri": target})
 
 
-async def all_resources(d: Dispatcher, req: Inbound) -> list[dict[str, Any]]:
-    items = [r.listing() for r in d.registry.resources.values() if r.listed]
-    for t in d.registry.templates:
+RESOURCES = ResourceFamily()
+
+
+async def all_resources(core: ServerCore, req: Inbound) -> list[dict[str, Any]]:
+    """Every listed resource: the fixed ones and what the templates' list callbacks return."""
+    items = [r.listing() for r in core.registry.resources.values() if r.listed]
+    for t in core.registry.templates:
         if t.list_call is not None:
             kwargs: dict[str, Any] = {}
             if t.list_ctx_param:
@@ -46,62 +80,35 @@ async def all_resources(d: Dispatcher, req: Inbound) -> list[dict[str, Any]]:
     return items
 
 
-async def read_resource(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+def read_resource(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaitable[dict[str, Any]]:
+    """``resources/read``: the contents at ``params.uri``."""
     uri = _uri(params)
-    found = d.registry.find_resource(uri)
+    found = core.registry.find_resource(uri)
     if found is None:
-        raise not_found(uri, req.era)
+        raise resource_not_found(uri, modern=req.era is Era.MODERN)
     res, variables = found
-    d.check_scopes(res.auth, req)
-    try:
-        validated = res.args.validate(variables)
-    except ValidationError as exc:
-        raise McpError(JsonRpcErrorCode.InvalidParams, f"Invalid URI for {res.uri}: "
-                       f"{exc.errors()[0]['msg']}", {"uri": uri}) from exc
-    where = f"resource:{res.name}"
-
-    async def attempt() -> dict[str, Any]:
-        kwargs = res.args.kwargs(validated)
-        if res.args.ctx_param is not None:
-            kwargs[res.args.ctx_param] = Context(req, operation=uri, errors=res.errors, uri=uri)
-        try:
-            value = await res.call(kwargs)
-        except InputRequired:
-            raise
-        except Exception as exc:
-            err = classify_and_log(exc, where, req.request_id)
-            raise d.wire_error(err, res.errors) from exc
-        if value is None:
-            raise not_found(uri, req.era)
-        out: dict[str, Any] = {"contents": res.contents(uri, value)}
-        if req.era is Era.MODERN and res.cache_hint is not None:
-            out["ttlMs"] = res.cache_hint.ttl_ms
-            out["cacheScope"] = res.cache_hint.scope
-        return out
-
-    if d.telemetry is None:
-        return await run_rounds(d, req, uri, attempt)
-    with d.telemetry.execution(f"resource_read:{res.name}", req, {"mcp.resource.uri": uri}):
-        return await run_rounds(d, req, uri, attempt)
+    return invoke(core, RESOURCES, res, variables, req, uri)
 
 
-async def subscribe(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+async def subscribe(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+    """``resources/subscribe`` (2025 era): remember the URI on the session."""
     uri = _uri(params)
     session = req.session
     if session is not None and uri not in session.subscriptions:
-        cap = d.settings.max_subscriptions
+        cap = core.settings.max_subscriptions
         if len(session.subscriptions) >= cap:
             raise McpError(JsonRpcErrorCode.InvalidParams, f"A session holds at most {cap} resource subscriptions; "
                            "unsubscribe from one first.", {"reason": "too_many_subscriptions", "limit": cap})
         session.subscriptions.add(uri)
-        await d.save_session(session)
+        await core.save_session(session)
     return {}
 
 
-async def unsubscribe(d: Dispatcher, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+async def unsubscribe(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+    """``resources/unsubscribe`` (2025 era): forget the URI."""
     uri = _uri(params)
     session = req.session
     if session is not None and uri in session.subscriptions:
         session.subscriptions.discard(uri)
-        await d.save_session(session)
+        await core.save_session(session)
     return {}

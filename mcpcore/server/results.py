@@ -14,19 +14,11 @@ from .. import _json
 from ..content import CONTENT_TYPES, ToolResult, to_wire
 from ..context import Context
 from ..definitions.tools import ToolDefinition
-from ..errors import TOOL_ERROR_META, ErrorContract, JsonRpcErrorCode, McpError, classify, fill_recovery
+from ..errors import TOOL_ERROR_META, ErrorContract, JsonRpcErrorCode, McpError, classify
 
-__all__ = ["error_payload", "error_text", "tool_error_result", "tool_success_result"]
+__all__ = ["classify_and_log", "error_text", "tool_error_result", "tool_success_result"]
 
 log = logging.getLogger("mcpcore.server")
-
-
-def error_payload(err: McpError, contracts: Sequence[ErrorContract], request_id: str) -> dict[str, Any]:
-    """The JSON-RPC ``error`` object with the declared recovery hint and ``data.requestId``."""
-    data = fill_recovery(err, contracts)
-    data = dict(data) if data else {}
-    data["requestId"] = request_id
-    return {"code": err.code, "message": err.message, "data": data}
 
 
 def tool_error_result(err: McpError, contracts: Sequence[ErrorContract], request_id: str) -> dict[str, Any]:
@@ -35,7 +27,7 @@ def tool_error_result(err: McpError, contracts: Sequence[ErrorContract], request
 
     No ``structuredContent``: clients that validate it against the tool's ``outputSchema`` even on
     an error (TypeScript SDK 1.x, the Inspector) would turn the result into a thrown error."""
-    payload = error_payload(err, contracts, request_id)
+    payload = err.to_wire(request_id, contracts)
     return {"content": [{"type": "text", "text": error_text(payload)}], "isError": True,
             "_meta": {TOOL_ERROR_META: payload}}
 
@@ -61,6 +53,7 @@ _CALLER_CODES = frozenset({
     JsonRpcErrorCode.NotFound, JsonRpcErrorCode.ValidationError, JsonRpcErrorCode.Forbidden,
     JsonRpcErrorCode.Unauthorized, JsonRpcErrorCode.Conflict, JsonRpcErrorCode.RateLimited,
     JsonRpcErrorCode.RequestCancelled, JsonRpcErrorCode.MissingRequiredClientCapability,
+    JsonRpcErrorCode.HeaderMismatch,
 })
 _CONTAINER = re.compile(r"^(?:>|[-*+](?:\s|$)|\d+[.)](?:\s|$))")
 

@@ -20,9 +20,9 @@ from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.versions import Era
 
 if TYPE_CHECKING:
-    from .dispatcher import Dispatcher
+    from .core import ServerCore
 
-__all__ = ["run_rounds"]
+__all__ = ["run_rounds", "unseal"]
 
 log = logging.getLogger("mcpcore.server")
 
@@ -33,12 +33,12 @@ def _principal(req: Inbound) -> dict[str, str]:
             "tenant": req.tenant_id or ""}
 
 
-def _result(d: Dispatcher, spec: InputRequiredSpec, req: Inbound, operation: str) -> dict[str, Any]:
+def _result(core: ServerCore, spec: InputRequiredSpec, req: Inbound, operation: str) -> dict[str, Any]:
     out: dict[str, Any] = {"resultType": "input_required"}
     if spec.input_requests:
         out["inputRequests"] = {k: r.to_wire() for k, r in spec.input_requests.items()}
     if spec.request_state is not None:
-        sealer = d.sealer
+        sealer = core.sealer
         out["requestState"] = sealer.seal(spec.request_state, operation=operation, **_principal(req)) \
             if sealer is not None else spec.request_state
     return out
@@ -56,13 +56,19 @@ async def _ask(req: Inbound, key: str, wanted: InputRequest) -> tuple[str, dict[
                        {"reason": "client_request_failed", "method": wanted.method}) from exc
 
 
-async def run_rounds(d: Dispatcher, req: Inbound, operation: str,
+def unseal(core: ServerCore, req: Inbound, operation: str) -> None:
+    """Replace the request's sealed ``requestState`` by what was sealed (when a key is set);
+    raises ``InvalidParams`` (``reason = "invalid_request_state"``) when it does not verify."""
+    if req.request_state is not None and core.sealer is not None:
+        req.request_state = core.sealer.unseal(req.request_state, operation=operation, **_principal(req))
+
+
+async def run_rounds(core: ServerCore, req: Inbound, operation: str,
                      attempt: Callable[[], Awaitable[dict[str, Any]]],
                      first: InputRequired | None = None) -> dict[str, Any]:
     """Run ``attempt`` (which calls the handler once) until it returns a result; ``first`` is a
-    question the handler already asked (its first attempt ran)."""
-    if req.request_state is not None and d.sealer is not None:
-        req.request_state = d.sealer.unseal(req.request_state, operation=operation, **_principal(req))
+    question the handler already asked (its first attempt ran). The request's state is
+    already unsealed (:func:`unseal`)."""
     rounds = 0
     pending = first
     while True:
@@ -75,11 +81,11 @@ async def run_rounds(d: Dispatcher, req: Inbound, operation: str,
             except InputRequired as sig:
                 spec = sig.spec
         if req.era is Era.MODERN:
-            return _result(d, spec, req, operation)
+            return _result(core, spec, req, operation)
         rounds += 1
-        if rounds > d.settings.max_input_rounds:
+        if rounds > core.settings.max_input_rounds:
             raise McpError(JsonRpcErrorCode.InternalError,
-                           f"{operation} asked the client for input more than {d.settings.max_input_rounds} times.",
+                           f"{operation} asked the client for input more than {core.settings.max_input_rounds} times.",
                            {"reason": "too_many_input_rounds"})
         answers = await asyncio.gather(*(_ask(req, k, r) for k, r in spec.input_requests.items()))
         req.input_responses = dict(answers)

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from .. import _json
-from ..errors import McpError
+from ..errors import JsonRpcErrorCode, McpError, error_object
 from ..protocol.versions import (
     LATEST_LEGACY,
     META_CLIENT_CAPABILITIES,
@@ -225,7 +225,7 @@ class McpTestClient:
         handler = self.handlers.get(msg["method"])
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
         if handler is None:
-            reply["error"] = {"code": -32601, "message": f"no handler for {msg['method']}"}
+            reply["error"] = error_object(JsonRpcErrorCode.MethodNotFound, f"no handler for {msg['method']}")
         else:
             try:
                 out = handler(msg.get("params"))
@@ -233,7 +233,7 @@ class McpTestClient:
                     out = await out
                 reply["result"] = out
             except McpError as exc:
-                reply["error"] = {"code": exc.code, "message": exc.message}
+                reply["error"] = error_object(exc.code, exc.message)
         await self.post(reply, self.headers())
 
     # -- conveniences ---------------------------------------------------------------------------

@@ -11,10 +11,9 @@ from ..context import AuthInfo, ContextServices, Inbound, NullOutbound
 from ..definitions.tools import TOOL_ATTR, ToolDefinition
 from ..errors import TOOL_ERROR_META, McpError
 from ..protocol.versions import LATEST_LEGACY, MODERN_VERSIONS, Era
-from ..server.dispatcher import Dispatcher
+from ..server.core import ServerCore
 from ..server.notify import Notifier
 from ..server.registry import Registry
-from ..server.results import error_payload
 from ..server.tools import call_tool
 
 __all__ = ["run_tool_contract", "tool_error"]
@@ -49,8 +48,8 @@ async def run_tool_contract(
     registry.add(tool)
     svc = services or create_mock_context()._req.services
     settings = Settings.from_env({}, auth_mode="jwt" if auth is not None else "none")
-    dispatcher = Dispatcher(registry=registry, settings=settings, server_info={"name": "contract", "version": "0"},
-                            instructions=None, services=svc, notifier=Notifier(LocalBus()))
+    core = ServerCore(registry=registry, settings=settings, notifier=Notifier(LocalBus()),
+                      server_info={"name": "contract", "version": "0"})
     req = Inbound(method="tools/call", jsonrpc_id="contract", era=Era.MODERN if modern else Era.LEGACY,
                          protocol_version=MODERN_VERSIONS[0] if modern else LATEST_LEGACY, services=svc,
                          outbound=NullOutbound(), auth=auth, tenant_id=tenant_id,
@@ -60,9 +59,9 @@ async def run_tool_contract(
     if arguments is not None:
         params["arguments"] = dict(arguments)
     try:
-        return await call_tool(dispatcher, params, req)
+        return await call_tool(core, params, req)
     except McpError as exc:
-        return {"error": error_payload(exc, tool.errors, req.request_id)}
+        return {"error": exc.to_wire(req.request_id, tool.errors)}
 
 
 def tool_error(result: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -1,0 +1,109 @@
+"""What a method handler may touch: the server core.
+
+Handlers (``tools/call``, ``resources/read``, an extension's methods, ...) receive this, not the
+:class:`~mcpcore.server.dispatcher.Dispatcher`: the definitions, the settings, the stores and
+services a method reads or writes, and the capabilities the server declares. Routing, result
+shaping and the list cache stay in the dispatcher.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..auth.scopes import check_scopes
+from ..config import Settings
+from ..context import Inbound
+from ..errors import McpError
+from ..protocol.extensions import APP_MIME_TYPE, APPS
+from ..security.sealing import RequestStateSealer
+from .closing import Closing
+from .notify import Notifier
+from .registry import Registry
+
+if TYPE_CHECKING:
+    from ..sessions.base import SessionRecord, SessionStore
+    from ..telemetry import Telemetry
+
+__all__ = ["Handler", "ServerCore"]
+
+
+class ServerCore:
+    """The parts of a server its method handlers share (one per app)."""
+
+    __slots__ = ("_caps", "closing", "extensions", "instructions", "notifier", "registry", "sealer",
+                 "server_info", "sessions", "settings", "telemetry")
+
+    def __init__(self, *, registry: Registry, settings: Settings, notifier: Notifier,
+                 server_info: dict[str, Any], instructions: str | None = None,
+                 sessions: SessionStore | None = None, sealer: RequestStateSealer | None = None,
+                 extensions: dict[str, dict[str, Any]] | None = None) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.notifier = notifier
+        self.server_info = server_info
+        self.instructions = instructions
+        self.sessions = sessions
+        self.sealer = sealer
+        self.telemetry: Telemetry | None = None
+        self.closing = Closing()
+        self.extensions: dict[str, dict[str, Any]] = dict(extensions or {})
+        """Extensions this server declares under ``capabilities.extensions`` (id -> settings)."""
+        self._caps: tuple[int, dict[str, Any]] | None = None
+
+    def capabilities(self) -> dict[str, Any]:
+        """Server capabilities that match what is registered."""
+        cached = self._caps
+        if cached is not None and cached[0] == self.registry.version:
+            return cached[1]
+        caps = self._capabilities()
+        self._caps = (self.registry.version, caps)
+        return caps
+
+    def _capabilities(self) -> dict[str, Any]:
+        r = self.registry
+        caps: dict[str, Any] = {"logging": {}}
+        if r.prompts or r.templates:
+            caps["completions"] = {}
+        if r.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if r.resources or r.templates:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if r.tools:
+            caps["tools"] = {"listChanged": True}
+        extensions = dict(self.extensions)
+        if APPS not in extensions and any(t.app is not None for t in r.tools.values()):
+            extensions[APPS] = {"mimeTypes": [APP_MIME_TYPE]}
+        if extensions:
+            caps["extensions"] = extensions
+        return caps
+
+    def declare_extension(self, ext_id: str, settings: dict[str, Any]) -> None:
+        """Add ``ext_id`` to the capabilities this server declares."""
+        self.extensions[ext_id] = settings
+        self._caps = None
+
+    def forget_capabilities(self) -> None:
+        """Recompute the capabilities on next use (a method or gate was added)."""
+        self._caps = None
+
+    async def save_session(self, session: SessionRecord) -> None:
+        """Store a 2025-era session a handler changed (no-op without a session store)."""
+        if self.sessions is not None:
+            await self.sessions.save(session)
+
+    def check_scopes(self, required: Sequence[str], req: Inbound) -> None:
+        """Fail closed when a definition requires scopes the caller does not hold (checked
+        before its input is parsed); the client is never told which scopes were missing."""
+        if not required:
+            return
+        try:
+            check_scopes(req.auth, required, auth_mode=self.settings.auth_mode,
+                         disabled=self.settings.auth_disable_scope_checks)
+        except McpError as exc:
+            raise McpError(exc.code, exc.message, {"reason": "insufficient_scope"}) from None
+
+
+Handler = Callable[[ServerCore, dict[str, Any], Inbound], Awaitable[dict[str, Any]]]
+"""A method handler: the server core, the request's ``params`` and its :class:`Inbound`; returns
+the method's result object."""

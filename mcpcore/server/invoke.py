@@ -1,0 +1,215 @@
+"""The one way a definition is invoked: tools, prompts and resources plug in as families.
+
+For every ``tools/call``, ``prompts/get`` and ``resources/read`` the same steps run, in order:
+the family finds the definition, the caller's scopes are checked, the arguments are validated
+(one shape of bad-arguments error for all three), then, inside the family's telemetry span and
+the input rounds of :mod:`.rounds`, each attempt builds a fresh ``Context``, calls the handler
+and lets the family shape its value. A failure is classified and logged once, and the family
+decides how it reaches the client: an ``isError`` result (tools) or a JSON-RPC error (the others).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from pydantic import ValidationError
+
+from ..context import Context, Inbound
+from ..context.inputs import InputRequired
+from ..definitions.schema import ArgsPlan
+from ..errors import ErrorContract, JsonRpcErrorCode, McpError
+from .results import classify_and_log
+from .rounds import run_rounds, unseal
+
+if TYPE_CHECKING:
+    from ..telemetry import Telemetry
+    from .core import ServerCore
+
+__all__ = ["PROTOCOL_ERRORS", "Family", "Invocable", "invalid_arguments", "invoke", "span"]
+
+
+class Invocable(Protocol):
+    """What every definition the pipeline invokes has (tools, prompts, resources)."""
+
+    @property
+    def args(self) -> ArgsPlan:
+        """How its arguments are validated and passed."""
+
+    @property
+    def auth(self) -> Sequence[str]:
+        """The OAuth scopes a caller must hold."""
+
+    @property
+    def errors(self) -> Sequence[ErrorContract]:
+        """Its declared failures (``errors=[...]``)."""
+
+
+D = TypeVar("D", bound=Invocable)
+
+# Errors about the request itself, not the definition's work: they reach the client as raised.
+PROTOCOL_ERRORS = frozenset({JsonRpcErrorCode.MissingRequiredClientCapability, JsonRpcErrorCode.HeaderMismatch})
+_MAX_ISSUES = 20
+
+
+def invalid_arguments(message: str, hint: str, issues: list[dict[str, Any]] | None = None) -> McpError:
+    """The one bad-arguments error: ``InvalidParams``, ``data.reason = "invalid_arguments"``, the
+    family's recovery hint and, when known, ``data.issues`` (``[{"path", "message"}]``)."""
+    data: dict[str, Any] = {"reason": "invalid_arguments", "recovery": {"hint": hint}}
+    if issues:
+        data["issues"] = issues
+    return McpError(JsonRpcErrorCode.InvalidParams, message, data)
+
+
+def _issues(exc: ValidationError) -> list[dict[str, Any]]:
+    return [{"path": ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
+            for e in exc.errors(include_url=False, include_input=False)[:_MAX_ISSUES]]
+
+
+def _bad_type(family: Family[Any]) -> McpError:
+    return invalid_arguments('"arguments" must be an object.', family.hint)
+
+
+def _known(args: dict[str, Any], stray: set[str], family: Family[Any]) -> dict[str, Any]:
+    """``args`` without keys that are not parameters: those starting with ``_`` are client
+    artifacts and dropped; any other is an unknown argument."""
+    extra = sorted(k for k in stray if not k.startswith("_"))
+    if extra:
+        raise invalid_arguments(f"Unknown argument(s): {', '.join(extra)}.", family.hint,
+                                [{"path": k, "message": f"not an argument of this {family.noun}"} for k in extra])
+    return {k: v for k, v in args.items() if k not in stray}
+
+
+def _invalid(exc: ValidationError, family: Family[Any]) -> McpError:
+    issues = _issues(exc)
+    first = issues[0] if issues else {"path": "", "message": "invalid"}
+    return invalid_arguments(f"Invalid arguments: {first['path'] or 'input'}: {first['message']}", family.hint, issues)
+
+
+def _ignore(failed: bool) -> None:
+    return None
+
+
+@contextmanager
+def span(tel: Telemetry, name: str, req: Inbound, attributes: dict[str, Any]) -> Iterator[Callable[[bool], None]]:
+    """A plain execution span for :meth:`Family.observe` (the outcome is not reported)."""
+    with tel.execution(name, req, attributes):
+        yield _ignore
+
+
+class Family(Generic[D]):
+    """How one kind of definition plugs into :func:`invoke`. ``target`` is what the request
+    names it by (a tool's or prompt's name, a resource's URI)."""
+
+    noun = "definition"
+    """What the definition is called in a bad-arguments issue."""
+    hint = "Call it again with corrected arguments."
+    """The recovery hint of a bad-arguments error."""
+
+    def operation(self, d: D, target: str) -> str:
+        """The operation name a ``Context`` reports and request state is sealed to."""
+        raise NotImplementedError
+
+    def label(self, d: D, target: str) -> str:
+        """Where a failure happened, for the log."""
+        return self.operation(d, target)
+
+    def context(self, d: D, req: Inbound, operation: str, target: str) -> Context:
+        """The ``Context`` one attempt receives."""
+        return Context(req, operation=operation, errors=d.errors)
+
+    async def produce(self, d: D, kwargs: dict[str, Any], ctx: Context | None, req: Inbound,
+                      target: str) -> dict[str, Any]:
+        """Call the handler once with ``kwargs`` and shape its value into the method's result."""
+        raise NotImplementedError
+
+    def failed(self, d: D, err: McpError, req: Inbound) -> dict[str, Any]:
+        """The answer to a classified failure: a result, or raise it as a JSON-RPC error."""
+        raise err
+
+    def observe(self, tel: Telemetry, d: D, req: Inbound, target: str) -> AbstractContextManager[
+            Callable[[bool], None]]:
+        """The telemetry span of one invocation; yields a function told whether it failed."""
+        raise NotImplementedError
+
+
+def _attempt(family: Family[D], d: D, validated: Any, req: Inbound, target: str) -> Awaitable[dict[str, Any]]:
+    """One call of the handler, with fresh arguments and context."""
+    plan = d.args
+    kwargs = plan.kwargs(validated)
+    ctx: Context | None = None
+    if plan.ctx_param is not None:
+        ctx = family.context(d, req, family.operation(d, target), target)
+        kwargs[plan.ctx_param] = ctx
+    return family.produce(d, kwargs, ctx, req, target)
+
+
+async def _run(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound,
+               target: str) -> dict[str, Any]:
+    """Every attempt and input round; a failure answered by the family. Request state that does
+    not verify is refused as raised."""
+    first: InputRequired | None = None
+    if req.request_state is not None:
+        unseal(core, req, family.operation(d, target))
+    try:
+        if req.request_state is None:
+            plan = d.args
+            try:  # the common case: one round, no state to verify; without a context, inline
+                if plan.ctx_param is None:
+                    return await family.produce(d, plan.kwargs(validated), None, req, target)
+                return await _attempt(family, d, validated, req, target)
+            except InputRequired as sig:
+                first = sig
+        return await run_rounds(core, req, family.operation(d, target),
+                                lambda: _attempt(family, d, validated, req, target), first)
+    except McpError as exc:
+        if exc.code in PROTOCOL_ERRORS:
+            raise
+        return family.failed(d, classify_and_log(exc, family.label(d, target), req.request_id), req)
+    except Exception as exc:
+        return family.failed(d, classify_and_log(exc, family.label(d, target), req.request_id), req)
+
+
+async def _observed(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound,
+                    target: str, tel: Telemetry) -> dict[str, Any]:
+    with family.observe(tel, d, req, target) as report:
+        try:
+            result = await _run(core, family, d, validated, req, target)
+        except BaseException:
+            report(True)
+            raise
+        report(bool(result.get("isError")))
+        return result
+
+
+async def _answered(result: dict[str, Any]) -> dict[str, Any]:
+    return result
+
+
+def invoke(core: ServerCore, family: Family[D], d: D, args: Any, req: Inbound, target: str) -> Awaitable[
+        dict[str, Any]]:
+    """Invoke ``d`` (found by ``family`` for ``target``) with the request's raw ``args``: the
+    scopes and arguments are checked now, the rest runs when the returned awaitable is awaited.
+    Every ``tools/call`` passes here, so the common case makes no call it can avoid."""
+    if d.auth:
+        core.check_scopes(d.auth, req)
+    plan = d.args
+    if args is None:
+        args = {}
+    try:
+        if type(args) is not dict:
+            raise _bad_type(family)
+        stray = args.keys() - plan.field_keys
+        if stray:
+            args = _known(args, stray, family)
+        validated = plan.validator.validate_python(args)
+    except ValidationError as exc:
+        return _answered(family.failed(d, _invalid(exc, family), req))
+    except McpError as err:
+        return _answered(family.failed(d, err, req))
+    tel = core.telemetry
+    if tel is None:
+        return _run(core, family, d, validated, req, target)
+    return _observed(core, family, d, validated, req, target, tel)
+
