@@ -17,7 +17,7 @@ from .. import _json
 from ..asgi_types import Receive, Scope, Send
 from ..auth import AuthError
 from ..context import AuthInfo
-from ..errors import JsonRpcErrorCode
+from ..errors import JsonRpcErrorCode, error_object
 from ..protocol.jsonrpc import error_response, too_deep
 from ..runtime import Runtime
 from .authn import Identity, authenticate, identity_of, refuse, tenant_of
@@ -53,8 +53,7 @@ class _QueueChannel:
 
 
 async def _error(send: Send, status: int, message: str) -> None:
-    await json_response(send, status, error_response(None, {"code": JsonRpcErrorCode.InvalidRequest,
-                                                            "message": message}))
+    await json_response(send, status, error_response(None, error_object(JsonRpcErrorCode.InvalidRequest, message)))
 
 
 class _Connection:
@@ -120,8 +119,8 @@ class HttpSseTransport:
         identity = identity_of(auth)
         full = self._room_for(identity)
         if full is not None:
-            await json_response(send, 503, error_response(None, {"code": JsonRpcErrorCode.ServiceUnavailable,
-                                                                 "message": full}), [(b"retry-after", b"5")])
+            await json_response(send, 503, error_response(None, error_object(JsonRpcErrorCode.ServiceUnavailable, full)),
+                                [(b"retry-after", b"5")])
             return
         cid = secrets.token_hex(16)
         channel = _QueueChannel()
@@ -184,8 +183,8 @@ class HttpSseTransport:
         try:
             msg = _json.loads(body)
         except _json.JSONDecodeError:
-            await json_response(send, 400, error_response(None, {"code": JsonRpcErrorCode.ParseError,
-                                                                 "message": "Parse error."}))
+            await json_response(send, 400,
+                                error_response(None, error_object(JsonRpcErrorCode.ParseError, "Parse error.")))
             return
         if too_deep(msg, limits.max_json_depth, body):
             await _error(send, 400, f"Bad Request: JSON nested deeper than {limits.max_json_depth} levels.")

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from .. import _json
 from ..context import AuthInfo, Inbound
-from ..errors import JsonRpcErrorCode, McpError
+from ..errors import JsonRpcErrorCode, McpError, error_object
 from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, too_deep
 from ..protocol.versions import META_PROTOCOL_VERSION, supports_batches
 from ..runtime import Runtime
@@ -144,7 +144,7 @@ class MessagePump:
             self.writer.put(_json.dumps(note))
 
     def _send_error(self, rid: Any, code: int, message: str) -> None:
-        self.writer.put(error_response(rid, {"code": code, "message": message}))
+        self.writer.put(error_response(rid, error_object(code, message)))
 
     def handle_bytes(self, line: bytes) -> None:
         """Parse and handle one message (or batch); parse errors are answered id-less."""

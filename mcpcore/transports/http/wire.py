@@ -9,7 +9,7 @@ from typing import Any
 from ...asgi_types import Message, Receive, Send
 from ...auth import AuthError
 from ...context import AuthInfo, Inbound
-from ...errors import JsonRpcErrorCode
+from ...errors import JsonRpcErrorCode, error_object
 from ...protocol.jsonrpc import error_response
 from ...protocol.versions import MODERN_VERSIONS, SUPPORTED_VERSIONS, Era
 from ...runtime import Runtime
@@ -57,14 +57,6 @@ class HttpContext:
     mode: str
     keepalive_s: float
     queue_max: int
-
-
-def error_object(code: int, message: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A JSON-RPC error object (``data`` left out when empty)."""
-    e: dict[str, Any] = {"code": code, "message": message}
-    if data:
-        e["data"] = data
-    return e
 
 
 async def error(send: Send, status: int, code: int, message: str, rid: Any = None,
