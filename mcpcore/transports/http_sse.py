@@ -119,8 +119,8 @@ class HttpSseTransport:
         identity = identity_of(auth)
         full = self._room_for(identity)
         if full is not None:
-            await json_response(send, 503, error_response(None, error_object(JsonRpcErrorCode.ServiceUnavailable, full)),
-                                [(b"retry-after", b"5")])
+            body = error_response(None, error_object(JsonRpcErrorCode.ServiceUnavailable, full))
+            await json_response(send, 503, body, [(b"retry-after", b"5")])
             return
         cid = secrets.token_hex(16)
         channel = _QueueChannel()
