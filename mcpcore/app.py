@@ -184,7 +184,7 @@ class McpApp:
 
         if isinstance(given, Telemetry):
             return given
-        return Telemetry(sessions_active=self.stores.sessions_active)
+        return Telemetry(sessions_active=self.stores.sessions_active, buffer_bytes=self.stores.buffer_bytes)
 
     def remove_tool(self, name: str) -> bool:
         """Unregister a tool; clients are not told (call ``app.notify.tools_changed()``)."""

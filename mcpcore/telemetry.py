@@ -24,7 +24,8 @@ class Telemetry:
     default to the globally configured ones)."""
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None,
-                 sessions_active: Callable[[], int] | None = None) -> None:
+                 sessions_active: Callable[[], int] | None = None,
+                 buffer_bytes: Callable[[], tuple[int, int] | None] | None = None) -> None:
         try:
             from opentelemetry import metrics, trace
             from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -43,6 +44,22 @@ class Telemetry:
         if sessions_active is not None:
             meter.create_observable_gauge("mcp.sessions.active", callbacks=[self._observe_sessions],
                                           description="2025-era sessions this process holds (Redis: is serving now)")
+        self._buffer = buffer_bytes
+        if buffer_bytes is not None:
+            meter.create_observable_gauge("mcp.event_buffer.bytes", unit="By", callbacks=[self._observe_buffer(0)],
+                                          description="Bytes of buffered SSE events this process holds")
+            meter.create_observable_gauge("mcp.event_buffer.session_bytes.max", unit="By",
+                                          callbacks=[self._observe_buffer(1)],
+                                          description="Bytes of buffered SSE events of the session holding most")
+
+    def _observe_buffer(self, which: int) -> Callable[[Any], Any]:
+        def observe(options: Any) -> Any:
+            from opentelemetry.metrics import Observation
+
+            held = self._buffer() if self._buffer is not None else None
+            if held is not None:
+                yield Observation(held[which])
+        return observe
 
     def _observe_sessions(self, options: Any) -> Any:
         from opentelemetry.metrics import Observation

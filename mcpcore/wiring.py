@@ -98,6 +98,13 @@ class Stores:
             return len(self._memory_sessions)
         return len(self.live)
 
+    def buffer_bytes(self) -> tuple[int, int] | None:
+        """``(bytes in all, bytes of the largest session)`` of buffered SSE events this process
+        holds; ``None`` with Redis (the stream of each session is bounded there by the same budget)."""
+        if self._memory_events is None:
+            return None
+        return self._memory_events.total_bytes, self._memory_events.largest_session_bytes()
+
     async def open(self, stack: contextlib.AsyncExitStack, on_route: Callable[[dict[str, Any]], None]) -> None:
         """Start the bus (``on_route`` gets its events) and keep shared caches coherent;
         ``stack`` closes what this opened, in reverse."""
@@ -115,6 +122,8 @@ class Stores:
         sessions this instance is serving (ending those that vanished unannounced)."""
         await self.stream_slots.renew()
         await self.sessions.sweep()
+        if self._memory_events is not None:
+            self._memory_events.sweep()
         if self._redis_sessions is not None:
             for sid in await self._redis_sessions.keep_alive(self.live.busy_ids()):
                 self.on_session_gone(sid)

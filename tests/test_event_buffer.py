@@ -171,3 +171,15 @@ async def test_redis_buffer_keeps_a_byte_budget_per_session(redis_url: str) -> N
         assert await buf.bytes_of("s1") == 0
     finally:
         await client.aclose()
+
+
+async def test_the_sweep_drops_expired_events_that_nobody_replays() -> None:
+    buf = MemoryEventBuffer(max_events=100, ttl_ms=1000)
+    first = await buf.append("s1", "A", b"x" * 500)
+    await buf.append("s2", "A", b"y" * 500)
+    assert buf.total_bytes == 1000
+    for s in buf._sessions.values():  # as if the TTL had passed for every entry
+        s.entries = type(s.entries)(((q, st, d, t - 5, e) for q, st, d, t, e in s.entries), maxlen=s.entries.maxlen)
+    assert buf.sweep() == 1000 and buf.total_bytes == 0 and buf.largest_session_bytes() == 0
+    nxt = await buf.append("s1", "A", b"z")
+    assert int(seq(nxt)) > int(seq(first))  # the session's ids keep counting up after the sweep

@@ -123,3 +123,17 @@ async def test_sessions_active_counts_the_memory_store_or_what_this_instance_ser
                 assert shared.stores.sessions_active() == 1
     finally:
         await shared.shutdown()
+
+
+async def test_event_buffer_gauges_report_the_bytes_held() -> None:
+    reader = InMemoryMetricReader()
+    mp = MeterProvider(metric_readers=[reader])
+    app = McpApp("t", "1", tools=[traced], settings=Settings.from_env({}))
+    app.telemetry = Telemetry(TracerProvider(), mp, buffer_bytes=app.stores.buffer_bytes)
+    assert app.events is not None
+    await app.events.append("s1", "A", b"x" * 300)
+    await app.events.append("s2", "A", b"y" * 700)
+    metrics = {m.name: m for rm in reader.get_metrics_data().resource_metrics for sm in rm.scope_metrics
+               for m in sm.metrics}
+    assert metrics["mcp.event_buffer.bytes"].data.data_points[0].value == 1000
+    assert metrics["mcp.event_buffer.session_bytes.max"].data.data_points[0].value == 700

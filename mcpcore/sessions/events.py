@@ -171,6 +171,20 @@ class MemoryEventBuffer:
         s = self._sessions.get(session_id)
         return s.size if s is not None else 0
 
+    def largest_session_bytes(self) -> int:
+        """Bytes held by the session whose buffer holds the most."""
+        return max((s.size for s in self._sessions.values()), default=0)
+
+    def sweep(self) -> int:
+        """Drop every session's events past their TTL, whether or not anyone replays them
+        (called periodically); returns the bytes freed. A session's buffer object stays, empty,
+        so its event ids keep counting up."""
+        before = self.budget.total
+        now = _monotonic()
+        for s in self._sessions.values():
+            s.expire(now)
+        return before - self.budget.total
+
     def open(self, session_id: str) -> SessionEvents:
         """The session's buffer, created on first use. A writer may keep it for the life of a
         stream: once the session is released, what it adds goes away with the object."""
