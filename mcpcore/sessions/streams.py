@@ -35,6 +35,14 @@ class StreamSlots(Protocol):
         ...
 
 
+def _forget(held: dict[str, set[str]], session_id: str, token: str) -> None:
+    tokens = held.get(session_id)
+    if tokens is not None:
+        tokens.discard(token)
+        if not tokens:
+            del held[session_id]
+
+
 class MemoryStreamSlots:
     """Slots counted in this process."""
 
@@ -51,11 +59,7 @@ class MemoryStreamSlots:
         return token
 
     async def release(self, session_id: str, token: str) -> None:
-        held = self._held.get(session_id)
-        if held is not None:
-            held.discard(token)
-            if not held:
-                del self._held[session_id]
+        _forget(self._held, session_id, token)
 
     async def renew(self) -> None:
         return None
@@ -110,11 +114,7 @@ class RedisStreamSlots:
         return token
 
     async def release(self, session_id: str, token: str) -> None:
-        held = self._held.get(session_id)
-        if held is not None:
-            held.discard(token)
-            if not held:
-                del self._held[session_id]
+        _forget(self._held, session_id, token)
         if not self.closed:
             await self.r.zrem(self.key(session_id), token)
 

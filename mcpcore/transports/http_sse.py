@@ -23,6 +23,7 @@ from ..runtime import Runtime
 from .authn import Identity, authenticate, identity_of, refuse, tenant_of
 from .exchange import json_response
 from .guard import BodyTooLarge, OriginGuard, accepts, read_body
+from .inflight import next_unless_gone
 from .sse import SseWriter, event
 from .stdio import MessagePump
 
@@ -135,12 +136,7 @@ class HttpSseTransport:
             endpoint = f"{scope.get('root_path', '')}/messages?session_id={cid}"
             await writer.write(event(endpoint.encode(), name=b"endpoint"))
             while True:
-                getter = asyncio.ensure_future(channel.queue.get())
-                done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
-                if getter not in done:
-                    getter.cancel()
-                    break
-                data = getter.result()
+                data = await next_unless_gone(channel.queue.get, gone)
                 if data is None:
                     break
                 await writer.write(event(data))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any
+from typing import Any, TypeVar
 
 from ..asgi_types import Receive
 from ..context import Inbound
@@ -21,7 +21,10 @@ from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.jsonrpc import request_message, settle
 from .live import InFlight, Live, LiveSessions
 
-__all__ = ["ask_client", "deliver", "run_tracked", "run_watched", "tracked_rest", "until_disconnect", "watched_rest"]
+T = TypeVar("T")
+
+__all__ = ["ask_client", "deliver", "next_unless_gone", "run_tracked",
+           "run_watched", "tracked_rest", "until_disconnect", "watched_rest"]
 
 
 
@@ -108,6 +111,17 @@ def _resume(coro: Coroutine[Any, Any, bytes], step: Any) -> Generator[Any, Any, 
             except StopIteration as done:
                 result = done.value
                 return result
+
+
+async def next_unless_gone(get: Callable[[], Awaitable[T | None]], gone: asyncio.Task[None]) -> T | None:
+    """The next item from ``get``, or ``None`` once ``gone`` (the client went away) finished
+    first; a stream's loop ends on ``None`` either way."""
+    getter = asyncio.ensure_future(get())
+    done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
+    if getter not in done:
+        getter.cancel()
+        return None
+    return getter.result()
 
 
 async def until_disconnect(receive: Receive) -> None:

@@ -18,7 +18,7 @@ from ...sessions.events import PRIME, split_event_id
 from ..authn import tenant_of
 from ..exchange import StreamSink, json_response, priming_event
 from ..guard import accepts
-from ..inflight import until_disconnect
+from ..inflight import next_unless_gone, until_disconnect
 from ..live import Live
 from ..sse import SseWriter, event
 from .sessions import NO_SESSION, SessionPost
@@ -40,21 +40,26 @@ class Streams:
         self.rt = ctx.rt
         self.sessions = sessions
 
+    async def _session(self, send: Send, headers: RequestHeaders, stateless: str) -> SessionRecord | None:
+        """The session a GET or DELETE names; ``None`` when it was answered already (405 under
+        ``stateless``, with ``stateless`` as the reason; 400 without the header; 404 unknown)."""
+        if self.ctx.mode == "stateless":
+            await error(send, 405, JsonRpcErrorCode.InvalidRequest, f"Method Not Allowed: {stateless}.",
+                        headers=[(b"allow", b"POST")])
+            return None
+        sid = headers.text(b"mcp-session-id")
+        if sid is None:
+            await error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: Mcp-Session-Id header is required.")
+            return None
+        record = await self.sessions.lookup(send, sid, None, headers)
+        return None if record is NO_SESSION else record
+
     async def get(self, receive: Receive, send: Send, headers: RequestHeaders) -> None:
         if not accepts(headers.get(b"accept"), "text/event-stream"):
             await error(send, 406, JsonRpcErrorCode.InvalidRequest, "Not Acceptable: use text/event-stream.")
             return
-        if self.ctx.mode == "stateless":
-            await error(send, 405, JsonRpcErrorCode.InvalidRequest,
-                        "Method Not Allowed: this server keeps no sessions, so it has no standalone stream.",
-                        headers=[(b"allow", b"POST")])
-            return
-        sid = headers.text(b"mcp-session-id")
-        if sid is None:
-            await error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: Mcp-Session-Id header is required.")
-            return
-        record = await self.sessions.lookup(send, sid, None, headers)
-        if record is NO_SESSION or record is None:
+        record = await self._session(send, headers, "this server keeps no sessions, so it has no standalone stream")
+        if record is None:
             return
         if not headers.version_ok():
             await error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: unsupported MCP-Protocol-Version.")
@@ -159,12 +164,7 @@ class Streams:
                 if sink.prime:
                     await writer.write(priming_event(await sink.append(PRIME), sink.retry_ms))
             while True:
-                getter = asyncio.ensure_future(queue.get())
-                done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
-                if getter not in done:
-                    getter.cancel()
-                    break
-                data = getter.result()
+                data = await next_unless_gone(queue.get, gone)
                 if data is None:
                     break
                 if type(data) is dict:
@@ -213,16 +213,8 @@ class Streams:
             await follower.aclose()
 
     async def delete(self, send: Send, headers: RequestHeaders) -> None:
-        if self.ctx.mode == "stateless":
-            await error(send, 405, JsonRpcErrorCode.InvalidRequest, "Method Not Allowed: there are no sessions.",
-                        headers=[(b"allow", b"POST")])
-            return
-        sid = headers.text(b"mcp-session-id")
-        if sid is None:
-            await error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: Mcp-Session-Id header is required.")
-            return
-        record = await self.sessions.lookup(send, sid, None, headers)
-        if record is NO_SESSION or record is None:
+        record = await self._session(send, headers, "there are no sessions")
+        if record is None:
             return
         try:
             await self.rt.sessions.delete(record.id)
