@@ -9,7 +9,8 @@ A library with a narrow interface; the transport wires it in:
   (``status``, ``headers(resource_metadata_url)``, ``response_body()``);
 - scopes: :func:`check_scopes`;
 - RFC 9728 metadata: :func:`protected_resource_metadata` at :func:`metadata_routes`, URL for
-  challenges from :func:`metadata_url`.
+  challenges from :func:`metadata_url`;
+- your own verification: a :class:`TokenVerifier` (``McpApp(auth=...)``).
 
 Every signature check is PyJWT's (``jwt.decode`` with explicit ``algorithms``); nothing here
 verifies a signature by hand.
@@ -37,6 +38,7 @@ from .metadata import (
     resource_identifier,
 )
 from .scopes import HasAuth, check_scopes, has_scopes
+from .verifier import TokenVerifier, VerifierAuthenticator
 
 if TYPE_CHECKING:
     from .jwt_auth import MIN_SECRET_LENGTH, JwtAuthenticator
@@ -56,6 +58,8 @@ __all__ = [
     "JwtAuthenticator",
     "MetadataUrls",
     "OAuthAuthenticator",
+    "TokenVerifier",
+    "VerifierAuthenticator",
     "auth_info_from_claims",
     "check_scopes",
     "create_authenticator",

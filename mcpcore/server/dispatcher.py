@@ -8,28 +8,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import _json
 from ..config import Settings
 from ..context import ContextServices, Inbound
 from ..context.inputs import InputRequired
 from ..definitions.resources import CacheHint
 from ..errors import JsonRpcErrorCode, McpError, classify
+from ..middleware.base import Call, Middleware
 from ..protocol.jsonrpc import error_response, result_response
 from ..protocol.limits import check_params, clip
-from ..protocol.pagination import page
 from ..protocol.versions import META_SERVER_INFO, Era
 from ..security.sealing import RequestStateSealer
 from . import lifecycle
 from . import prompts as prompt_methods
 from . import resources as resource_methods
+from .chain import Layers, Step
 from .closing import Closing
 from .completion import complete
 from .core import Handler, ServerCore
+from .invoke import PROTOCOL_ERRORS
 from .listen import listen
+from .lists import LIST_METHODS, Lists
 from .notify import Notifier
 from .registry import Registry
+from .results import classify_and_log, tool_error_result
 from .tools import call_tool
 
 if TYPE_CHECKING:
@@ -77,7 +81,9 @@ class Dispatcher:
         self.cache_hints = {m: CacheHint(0, "private") for m in CACHEABLE}
         self.cache_hints.update(cache_hints or {})
         self._server_meta = {META_SERVER_INFO: server_info}
-        self._list_cache: dict[tuple[Era, str, Any], bytes] = {}
+        self.lists = Lists(self.core, self._modern_result)
+        self.layers: Layers | None = None
+        """The app's middleware (``None``: none)."""
         self._served: dict[Era, dict[str, bool]] = {Era.LEGACY: {}, Era.MODERN: {}}
         registry.on_change(self._invalidate)
         self._legacy: dict[str, Handler] = {
@@ -93,7 +99,7 @@ class Dispatcher:
             "prompts/get": prompt_methods.get_prompt,
             "completion/complete": complete,
         }
-        self._lists = {"tools/list", "prompts/list", "resources/list", "resources/templates/list"}
+        self._lists = LIST_METHODS
         self._modern: dict[str, Handler] = {
             "server/discover": lifecycle.discover,
             "subscriptions/listen": listen,
@@ -157,8 +163,12 @@ class Dispatcher:
         """Add ``ext_id`` to the capabilities this server declares."""
         self.core.declare_extension(ext_id, settings)
 
+    def use(self, middleware: Sequence[Middleware]) -> None:
+        """Serve every method through ``middleware`` (the first outermost); ``[]`` for none."""
+        self.layers = Layers(middleware, self._innermost) if middleware else None
+
     def _invalidate(self, kind: str) -> None:
-        self._list_cache.clear()
+        self.lists.invalidate()
         self._served[Era.LEGACY].clear()
         self._served[Era.MODERN].clear()
 
@@ -195,10 +205,15 @@ class Dispatcher:
                 raise McpError(JsonRpcErrorCode.MethodNotFound, f"Method not found: {clip(method)}")
             if req.check_sizes:
                 check_params(method, params, req.progress_token)
-            if method in self._lists:
-                return await self._list(rid, method, params, req)
-            handler = self._common.get(method) or (self._legacy if req.era is Era.LEGACY else self._modern)[method]
-            result = await handler(self.core, params, req)
+            layers = self.layers
+            step = layers.request(method) if layers is not None else None
+            if step is not None:
+                result = await self._layered(step, method, params, req)
+            elif method in self._lists:
+                return await self.lists.answer(rid, method, params, req)
+            else:
+                handler = self._common.get(method) or (self._legacy if req.era is Era.LEGACY else self._modern)[method]
+                result = await handler(self.core, params, req)
             if req.era is Era.MODERN:
                 result = self._modern_result(method, result)
             return result_response(rid, result)
@@ -224,34 +239,62 @@ class Dispatcher:
             result["cacheScope"] = hint.scope
         return result
 
-    # -- lists ----------------------------------------------------------------------------------
+    # -- middleware ---------------------------------------------------------------------------
 
-    async def _list(self, rid: Any, method: str, params: dict[str, Any], req: Inbound) -> bytes:
-        cursor = params.get("cursor")
-        key = (req.era, method, cursor)
-        dynamic = method == "resources/list" and any(t.list_call for t in self.registry.templates)
-        cached = None if dynamic else self._list_cache.get(key)
-        if cached is None:
-            size = self.settings.list_page_size
-            r = self.registry
-            if method == "tools/list":
-                modern = req.era is Era.MODERN
-                items, nxt = page([t.to_wire(modern) for t in r.tools.values()], cursor, size)
-                result: dict[str, Any] = {"tools": list(items)}
-            elif method == "prompts/list":
-                items, nxt = page([p.to_wire() for p in r.prompts.values()], cursor, size)
-                result = {"prompts": list(items)}
-            elif method == "resources/templates/list":
-                items, nxt = page([t.template_listing() for t in r.templates], cursor, size)
-                result = {"resourceTemplates": list(items)}
-            else:
-                items, nxt = page(await resource_methods.all_resources(self.core, req), cursor, size)
-                result = {"resources": list(items)}
-            if nxt is not None:
-                result["nextCursor"] = nxt
-            if req.era is Era.MODERN:
-                result = self._modern_result(method, result)
-            cached = _json.dumps(result)
-            if not dynamic and len(self._list_cache) < 1024:
-                self._list_cache[key] = cached
-        return result_response(rid, cached)
+    async def _layered(self, step: Step, method: str, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+        """``method`` through its chain. A layer's own exception in ``tools/call`` becomes a tool
+        error result; the method's own errors keep the shape they have without layers."""
+        call = Call(method, params, req)
+        try:
+            result = await step(call)
+        except Exception as exc:
+            if method != "tools/call" or exc is call._raised or (
+                    isinstance(exc, McpError) and exc.code in PROTOCOL_ERRORS):
+                raise
+            return tool_error_result(classify_and_log(exc, "middleware of tools/call", req.request_id), (),
+                                     req.request_id)
+        if type(result) is not dict:
+            raise McpError(JsonRpcErrorCode.InternalError, f"A middleware layer answered {clip(method)} with "
+                           f"{type(result).__name__}, not a result object.")
+        return result
+
+    async def _innermost(self, call: Call) -> Any:
+        """The method itself, as the innermost layer calls it."""
+        req = call._req
+        method = call.method
+        try:
+            if method in self._lists:
+                return await self.lists.fresh(method, call.params, req)
+            handler = self._common.get(method) or (self._legacy if req.era is Era.LEGACY else self._modern)[method]
+            return await handler(self.core, call.params, req)
+        except BaseException as exc:
+            call._raised = exc
+            raise
+
+    @property
+    def hooks_notifications(self) -> bool:
+        """Whether a middleware layer hooks client notifications."""
+        return self.layers is not None and self.layers.hooks_notifications
+
+    async def notification(self, msg: dict[str, Any], req: Inbound,
+                           handling: Callable[[], Awaitable[None] | None]) -> None:
+        """A client notification through the layers' ``on_notification`` hooks, then the
+        transport's own ``handling``. A layer that raises ends it (notifications get no answer)."""
+        layers = self.layers
+        if layers is None or not layers.hooks_notifications:
+            done = handling()
+            if done is not None:
+                await done
+            return
+
+        async def inner(call: Call) -> None:
+            done = handling()
+            if done is not None:
+                await done
+
+        params = msg.get("params")
+        call = Call(msg["method"], params if type(params) is dict else {}, req)
+        try:
+            await layers.notification(inner)(call)
+        except Exception:
+            log.warning("a middleware layer failed on %s", clip(msg["method"]), exc_info=True)

@@ -11,7 +11,7 @@ decides how it reaches the client: an ``isError`` result (tools) or a JSON-RPC e
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, AsyncExitStack, contextmanager
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import ValidationError
@@ -20,6 +20,7 @@ from ..context import Context, Inbound
 from ..context.inputs import InputRequired
 from ..definitions.schema import ArgsPlan
 from ..errors import ErrorContract, JsonRpcErrorCode, McpError
+from .dependencies import resolve
 from .results import classify_and_log
 from .rounds import run_rounds, unseal
 
@@ -134,14 +135,18 @@ class Family(Generic[D]):
         raise NotImplementedError
 
 
-def _attempt(family: Family[D], d: D, validated: Any, req: Inbound, target: str) -> Awaitable[dict[str, Any]]:
-    """One call of the handler, with fresh arguments and context."""
+def _attempt(family: Family[D], d: D, validated: Any, req: Inbound, target: str,
+             resolved: dict[str, Any] | None = None) -> Awaitable[dict[str, Any]]:
+    """One call of the handler, with fresh arguments and context (the dependencies' values
+    stay those of the request)."""
     plan = d.args
     kwargs = plan.kwargs(validated)
     ctx: Context | None = None
     if plan.ctx_param is not None:
         ctx = family.context(d, req, family.operation(d, target), target)
         kwargs[plan.ctx_param] = ctx
+    if resolved:
+        kwargs.update(resolved)
     return family.produce(d, kwargs, ctx, req, target)
 
 
@@ -149,20 +154,50 @@ async def _run(core: ServerCore, family: Family[D], d: D, validated: Any, req: I
                target: str) -> dict[str, Any]:
     """Every attempt and input round; a failure answered by the family. Request state that does
     not verify is refused as raised."""
+    plan = d.args
+    if plan.deps:
+        return await _run_with_dependencies(core, family, d, validated, req, target)
     first: InputRequired | None = None
     if req.request_state is not None:
         unseal(core, req, family.operation(d, target))
     try:
         if req.request_state is None:
-            plan = d.args
             try:  # the common case: one round, no state to verify; without a context, inline
-                if plan.ctx_param is None:
+                if plan.bare:
                     return await family.produce(d, plan.kwargs(validated), None, req, target)
                 return await _attempt(family, d, validated, req, target)
             except InputRequired as sig:
                 first = sig
         return await run_rounds(core, req, family.operation(d, target),
                                 lambda: _attempt(family, d, validated, req, target), first)
+    except McpError as exc:
+        if exc.code in PROTOCOL_ERRORS:
+            raise
+        return family.failed(d, classify_and_log(exc, family.label(d, target), req.request_id), req)
+    except Exception as exc:
+        return family.failed(d, classify_and_log(exc, family.label(d, target), req.request_id), req)
+
+
+async def _run_with_dependencies(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound,
+                                 target: str) -> dict[str, Any]:
+    """:func:`_run` for a definition with dependencies: resolved once for the request, their
+    cleanup run after the last round with the handler's exception (or cancellation) thrown in."""
+    plan = d.args
+    operation = family.operation(d, target)
+    overrides = core.dependency_overrides
+
+    def make_ctx() -> Context:
+        return family.context(d, req, operation, target)
+
+    if req.request_state is not None:
+        unseal(core, req, operation)
+    try:
+        if not plan.cleanup and not overrides:
+            resolved = await resolve(plan.deps, make_ctx, None)
+            return await run_rounds(core, req, operation, lambda: _attempt(family, d, validated, req, target, resolved))
+        async with AsyncExitStack() as stack:
+            resolved = await resolve(plan.deps, make_ctx, stack, overrides)
+            return await run_rounds(core, req, operation, lambda: _attempt(family, d, validated, req, target, resolved))
     except McpError as exc:
         if exc.code in PROTOCOL_ERRORS:
             raise

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...asgi_types import Message, Receive, Send
+from ...asgi_types import Message, Receive, Scope, Send
 from ...auth import AuthError
 from ...context import AuthInfo, Inbound
 from ...errors import JsonRpcErrorCode, error_object
@@ -33,6 +33,8 @@ class RequestHeaders(dict[bytes, bytes]):
     the request's header handling together."""
 
     auth: AuthInfo | None = None
+    scope: Scope | None = None
+    """The request's ASGI scope (what ``ctx.http`` shows)."""
     long_body = False
     """Whether the body is long enough to hold a string past the bounds of
     :mod:`mcpcore.protocol.limits` (a shorter one cannot, so its requests skip those checks)."""
