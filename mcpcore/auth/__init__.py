@@ -10,7 +10,8 @@ A library with a narrow interface; the transport wires it in:
 - scopes: :func:`check_scopes`;
 - RFC 9728 metadata: :func:`protected_resource_metadata` at :func:`metadata_routes`, URL for
   challenges from :func:`metadata_url`;
-- your own verification: a :class:`TokenVerifier` (``McpApp(auth=...)``).
+- your own verification: a :class:`TokenVerifier` (``McpApp(auth=...)``); RFC 7662 introspection:
+  :class:`IntrospectionVerifier` (``MCP_AUTH_MODE=introspection``).
 
 Every signature check is PyJWT's (``jwt.decode`` with explicit ``algorithms``); nothing here
 verifies a signature by hand.
@@ -41,6 +42,7 @@ from .scopes import HasAuth, check_scopes, has_scopes
 from .verifier import TokenVerifier, VerifierAuthenticator
 
 if TYPE_CHECKING:
+    from .introspection import IntrospectionVerifier
     from .jwt_auth import MIN_SECRET_LENGTH, JwtAuthenticator
     from .oauth import OAuthAuthenticator
 
@@ -55,6 +57,7 @@ __all__ = [
     "AuthStatus",
     "Authenticator",
     "HasAuth",
+    "IntrospectionVerifier",
     "JwtAuthenticator",
     "MetadataUrls",
     "OAuthAuthenticator",
@@ -74,7 +77,8 @@ __all__ = [
     "single_authorization",
 ]
 
-_LAZY = {"MIN_SECRET_LENGTH": "jwt_auth", "JwtAuthenticator": "jwt_auth", "OAuthAuthenticator": "oauth"}
+_LAZY = {"MIN_SECRET_LENGTH": "jwt_auth", "JwtAuthenticator": "jwt_auth", "OAuthAuthenticator": "oauth",
+         "IntrospectionVerifier": "introspection"}
 
 
 def __getattr__(name: str) -> Any:
