@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .harness.catalog import ORDER, SERVERS
+from .harness.catalog import ALL, SERVERS
 from .harness.config import LOAD_CPU, NICE, OUT_DIR, PEERS_PY, SERVER_CPU, log
 from .harness.machine import ensure_peers_venv, find_tools, machine_info, source_state, versions
 from .harness.processes import stop_all
@@ -46,7 +46,7 @@ def _settings(args: argparse.Namespace, pinned: bool, nice: bool, elapsed: float
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     """Measure what ``args`` selects and write the report; (report, number of failed servers)."""
     tools = find_tools()
-    wanted_servers = [s for s in ORDER if s in args.servers] if args.servers else list(ORDER)
+    wanted_servers = [s for s in ALL if s in args.servers] if args.servers else list(ALL)
     need_peers = any(SERVERS[k].peers for k in wanted_servers)
     python: dict[str, Path] = {"main": Path(sys.executable)}
     if need_peers:
