@@ -206,7 +206,7 @@ class McpApp:
     @property
     def layers(self) -> list[Layer]:
         """The layers a request passes, outermost first: the framework's, then the middleware."""
-        return describe(self.middleware)
+        return describe(self.middleware, self.authenticator)
 
     @property
     def dependency_overrides(self) -> DependencyOverrides:

@@ -63,10 +63,17 @@ FRAMEWORK_LAYERS: tuple[Layer, ...] = (
 )
 
 
-def describe(middleware: Sequence[Middleware]) -> list[Layer]:
-    """The whole stack, outermost first: the framework's layers, then the user's."""
-    return [*FRAMEWORK_LAYERS, *(Layer(type(m).__name__, "middleware", f"{type(m).__module__}.{type(m).__qualname__}")
-                                 for m in middleware)]
+def _qualified(obj: object) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def describe(middleware: Sequence[Middleware], authenticator: Authenticator | None = None) -> list[Layer]:
+    """The whole stack, outermost first: the framework's layers (the auth layer names the
+    authenticator in use, or says it is off), then the user's."""
+    framework = [Layer(f.name, f.kind, (_qualified(getattr(authenticator, "verifier", authenticator))
+                                        if authenticator is not None else "off")) if f.name == "auth" else f
+                 for f in FRAMEWORK_LAYERS]
+    return [*framework, *(Layer(type(m).__name__, "middleware", _qualified(m)) for m in middleware)]
 
 
 class AppState:

@@ -2,12 +2,15 @@
 middleware and ``Depends`` cost per request (scenarios ``layers_2026`` and ``layers_2025``).
 
 The wire is the same as ``mcpcore_echo``'s: the layers hand every call on unchanged, and the
-dependency (an async generator, as a database session would be) is opened before ``echo`` runs
-and closed after it, once per request.
+dependency is resolved once per request before ``echo`` runs. It is an async function (as a
+"current user" or "settings" dependency is); ``BENCH_DEPENDS=generator`` makes it an async
+generator with code after its ``yield`` (as a database session is), which costs more: asyncio
+registers every async generator it starts, and ending one raises ``StopAsyncIteration``.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -39,12 +42,19 @@ class Handle:
         self.open = True
 
 
-async def handle() -> AsyncIterator[Handle]:
+async def handle_session() -> AsyncIterator[Handle]:
     h = Handle()
     try:
         yield h
     finally:
         h.open = False
+
+
+async def handle_value() -> Handle:
+    return Handle()
+
+
+handle = handle_session if os.environ.get("BENCH_DEPENDS") == "generator" else handle_value
 
 
 @tool

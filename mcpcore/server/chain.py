@@ -7,7 +7,7 @@ has no chain at all, so it is served exactly as without middleware.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from ..middleware.base import HOOKS, Call, CallNext, Middleware, overridden
@@ -38,35 +38,27 @@ def _link(hooks: Sequence[Callable[[Call, CallNext], Awaitable[Any]]], inner: St
 
 
 class Layers:
-    """The app's middleware (``McpApp(middleware=[...])``) around ``inner``, the method itself."""
+    """The app's middleware (``McpApp(middleware=[...])``) around each of ``methods``
+    (``inner(method)``: the method itself, as the innermost layer calls it)."""
 
-    def __init__(self, layers: Sequence[Middleware], inner: Step) -> None:
+    def __init__(self, layers: Sequence[Middleware], inner: Callable[[str], Step], methods: Iterable[str]) -> None:
         for layer in layers:
             if not isinstance(layer, Middleware):
                 raise TypeError(f"middleware= takes mcpcore.Middleware instances, got {layer!r}")
         self.layers = tuple(layers)
-        self.inner = inner
-        self._requests: dict[str, Step | None] = {}
+        self.steps: dict[str, Step] = {}
+        """The chain of every method some layer hooks."""
+        for method in methods:
+            hooks = [hook for layer in self.layers for name in ("on_request", HOOKS.get(method))
+                     if name is not None and (hook := overridden(layer, name)) is not None]
+            if hooks:
+                self.steps[method] = _link(hooks, inner(method))
         self._notification_hooks = [h for layer in self.layers
                                     if (h := overridden(layer, "on_notification")) is not None]
 
     def request(self, method: str) -> Step | None:
         """The chain of ``method`` (``None`` when no layer hooks it)."""
-        try:
-            return self._requests[method]
-        except KeyError:
-            pass
-        hooks = []
-        family = HOOKS.get(method)
-        for layer in self.layers:
-            for name in ("on_request", family):
-                hook = overridden(layer, name) if name is not None else None
-                if hook is not None:
-                    hooks.append(hook)
-        step = _link(hooks, self.inner) if hooks else None
-        if len(self._requests) < 256:  # methods reaching here are served ones, but keep it bounded
-            self._requests[method] = step
-        return step
+        return self.steps.get(method)
 
     @property
     def hooks_notifications(self) -> bool:

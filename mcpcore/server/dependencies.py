@@ -2,17 +2,16 @@
 
 Each dependency is called once per request (unless it asked for ``use_cache=False``), after the
 arguments were validated and before the handler's first attempt; its value stays the same across
-input rounds. Generators are entered on an ``AsyncExitStack`` the invoke pipeline closes after
-the handler, with the handler's exception (or the cancellation) thrown in at their ``yield``, so
-their cleanup runs exactly once whatever happened. Sync callables run in a worker thread, as
-sync handlers do.
+input rounds. A generator's code after ``yield`` runs in :meth:`Resolution.close`, last opened
+first, once the handler is done, with the handler's exception (or the cancellation) thrown in at
+the ``yield``, so its cleanup runs exactly once whatever happened. Sync callables and sync
+generators run in a worker thread, as sync handlers do.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping
 from typing import Any
 
 import anyio.to_thread
@@ -20,30 +19,41 @@ import anyio.to_thread
 from ..context import Context
 from ..definitions.depends import Dependency
 
-__all__ = ["Overrides", "resolve"]
+__all__ = ["Overrides", "Resolution", "close_all"]
 
 Overrides = Mapping[Callable[..., Any], Dependency]
 """Dependencies replaced for the app (``app.dependency_overrides``), already analysed."""
 
+_DONE = object()
 
-class _Resolution:
-    __slots__ = ("cache", "ctx", "make_ctx", "overrides", "stack")
 
-    def __init__(self, make_ctx: Callable[[], Context], stack: contextlib.AsyncExitStack | None,
-                 overrides: Overrides | None) -> None:
+def _advance(gen: Generator[Any, None, None], exc: BaseException | None) -> Any:
+    """One step of a sync generator in a worker thread: ``_DONE`` when it returned."""
+    try:
+        return next(gen) if exc is None else gen.throw(exc)
+    except StopIteration:
+        return _DONE
+
+
+class Resolution:
+    """The dependencies of one request: their values, then their cleanup."""
+
+    __slots__ = ("_ctx", "_exits", "cache", "make_ctx", "overrides")
+
+    def __init__(self, make_ctx: Callable[[], Context], overrides: Overrides | None = None) -> None:
         self.make_ctx = make_ctx
-        self.stack = stack
         self.overrides = overrides
         self.cache: dict[Callable[..., Any], Any] = {}
-        self.ctx: Context | None = None
+        self._ctx: Context | None = None
+        self._exits: list[AsyncGenerator[Any, None] | Generator[Any, None, None]] = []
 
-    def context(self) -> Context:
-        ctx = self.ctx
-        if ctx is None:
-            ctx = self.ctx = self.make_ctx()
-        return ctx
+    @property
+    def pending(self) -> bool:
+        """Whether a generator waits for its cleanup."""
+        return bool(self._exits)
 
     async def solve(self, dep: Dependency) -> Any:
+        """The value of one dependency (and of those under it)."""
         key = dep.call
         if self.overrides:
             dep = self.overrides.get(key, dep)
@@ -51,38 +61,64 @@ class _Resolution:
             return self.cache[key]
         kwargs: dict[str, Any] = {}
         if dep.ctx_param is not None:
-            kwargs[dep.ctx_param] = self.context()
+            ctx = self._ctx
+            if ctx is None:
+                ctx = self._ctx = self.make_ctx()
+            kwargs[dep.ctx_param] = ctx
         for name, sub in dep.subs:
             kwargs[name] = await self.solve(sub)
-        value = await self._call(dep, kwargs)
+        kind = dep.kind
+        if kind == "async":
+            value = await dep.call(**kwargs)
+        elif kind == "sync":
+            value = await anyio.to_thread.run_sync(functools.partial(dep.call, **kwargs))
+        elif kind == "asyncgen":
+            agen: AsyncGenerator[Any, None] = dep.call(**kwargs)
+            try:
+                value = await agen.__anext__()
+            except StopAsyncIteration:
+                raise RuntimeError(f"dependency {dep.name} did not yield") from None
+            self._exits.append(agen)
+        else:
+            gen: Generator[Any, None, None] = dep.call(**kwargs)
+            value = await anyio.to_thread.run_sync(_advance, gen, None)
+            if value is _DONE:
+                raise RuntimeError(f"dependency {dep.name} did not yield")
+            self._exits.append(gen)
         if dep.use_cache:
             self.cache[key] = value
         return value
 
-    async def _call(self, dep: Dependency, kwargs: dict[str, Any]) -> Any:
-        kind = dep.kind
-        if kind == "async":
-            return await dep.call(**kwargs)
-        if kind == "sync":
-            return await anyio.to_thread.run_sync(functools.partial(dep.call, **kwargs))
-        stack = self.stack
-        if stack is None:  # the plan said no generator: an override brought one in
-            raise RuntimeError(f"dependency {dep.name} has cleanup but the request has no exit stack")
-        if kind == "asyncgen":
-            return await stack.enter_async_context(contextlib.asynccontextmanager(dep.call)(**kwargs))
-        manager = contextlib.contextmanager(dep.call)(**kwargs)
-        value = await anyio.to_thread.run_sync(manager.__enter__)
-
-        async def leave(*exc: Any) -> bool | None:
-            return await anyio.to_thread.run_sync(manager.__exit__, *exc)
-
-        stack.push_async_exit(leave)
-        return value
+    async def close(self, exc: BaseException | None = None) -> None:
+        """Run each generator's cleanup (see :func:`close_all`)."""
+        exits, self._exits = self._exits, []
+        await close_all(exits, exc)
 
 
-async def resolve(deps: tuple[tuple[str, Dependency], ...], make_ctx: Callable[[], Context],
-                  stack: contextlib.AsyncExitStack | None, overrides: Overrides | None = None) -> dict[str, Any]:
-    """The value of every dependency parameter, by parameter name. ``make_ctx`` builds the
-    ``Context`` dependencies receive (one per request); generators are entered on ``stack``."""
-    run = _Resolution(make_ctx, stack, overrides)
-    return {name: await run.solve(dep) for name, dep in deps}
+async def close_all(exits: list[AsyncGenerator[Any, None] | Generator[Any, None, None]],
+                    exc: BaseException | None = None) -> None:
+    """Run each generator on from its ``yield``, last opened first, with ``exc`` (the handler's
+    failure or cancellation) thrown in. A cleanup that raises something else has its error raised
+    here, once every other cleanup ran; ``exc`` itself is the caller's to raise."""
+    error = exc
+    while exits:
+        gen = exits.pop()
+        try:
+            if isinstance(gen, AsyncGenerator):
+                try:
+                    await (gen.__anext__() if error is None else gen.athrow(error))
+                except StopAsyncIteration:
+                    continue
+                await gen.aclose()
+            elif await anyio.to_thread.run_sync(_advance, gen, error) is _DONE:
+                continue
+            else:
+                gen.close()
+            raise RuntimeError("a dependency yielded more than once")
+        except BaseException as raised:
+            if raised is not error:
+                if error is not None and raised.__context__ is None:
+                    raised.__context__ = error
+                error = raised
+    if error is not None and error is not exc:
+        raise error

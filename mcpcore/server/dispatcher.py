@@ -48,6 +48,12 @@ CACHEABLE = ("server/discover", "tools/list", "prompts/list", "resources/list", 
              "resources/read")
 
 
+def _request_refusal(exc: Exception) -> bool:
+    """An error the invoke pipeline raises about the request itself (not the tool's work)."""
+    return isinstance(exc, McpError) and (exc.code in PROTOCOL_ERRORS or (
+        exc.data is not None and exc.data.get("reason") == "invalid_request_state"))
+
+
 class Dispatcher:
     """Routes methods to handlers and shapes results and errors for the request's era.
 
@@ -84,6 +90,8 @@ class Dispatcher:
         self.lists = Lists(self.core, self._modern_result)
         self.layers: Layers | None = None
         """The app's middleware (``None``: none)."""
+        self._middleware: tuple[Middleware, ...] = ()
+        self._steps: dict[str, Step] | None = None
         self._served: dict[Era, dict[str, bool]] = {Era.LEGACY: {}, Era.MODERN: {}}
         registry.on_change(self._invalidate)
         self._legacy: dict[str, Handler] = {
@@ -158,6 +166,8 @@ class Dispatcher:
             self.cache_hints.setdefault(method, cache_hint)
         self.core.forget_capabilities()
         self._invalidate("methods")
+        if self._middleware:
+            self.use(self._middleware)
 
     def declare_extension(self, ext_id: str, settings: dict[str, Any]) -> None:
         """Add ``ext_id`` to the capabilities this server declares."""
@@ -165,7 +175,10 @@ class Dispatcher:
 
     def use(self, middleware: Sequence[Middleware]) -> None:
         """Serve every method through ``middleware`` (the first outermost); ``[]`` for none."""
-        self.layers = Layers(middleware, self._innermost) if middleware else None
+        self._middleware = tuple(middleware)
+        methods = {*self._legacy, *self._common, *self._modern, *self._lists}
+        self.layers = Layers(middleware, self._innermost, methods) if middleware else None
+        self._steps = self.layers.steps if self.layers is not None else None
 
     def _invalidate(self, kind: str) -> None:
         self.lists.invalidate()
@@ -205,10 +218,19 @@ class Dispatcher:
                 raise McpError(JsonRpcErrorCode.MethodNotFound, f"Method not found: {clip(method)}")
             if req.check_sizes:
                 check_params(method, params, req.progress_token)
-            layers = self.layers
-            step = layers.request(method) if layers is not None else None
-            if step is not None:
-                result = await self._layered(step, method, params, req)
+            steps = self._steps
+            if steps is not None and (step := steps.get(method)) is not None:
+                call = Call(method, params, req)
+                try:
+                    result = await step(call)
+                except Exception as exc:  # a layer's own failure in tools/call is the tool's error result
+                    if method != "tools/call" or exc is call._raised or _request_refusal(exc):
+                        raise
+                    result = tool_error_result(classify_and_log(exc, "middleware of tools/call", req.request_id),
+                                               (), req.request_id)
+                if type(result) is not dict:
+                    raise McpError(JsonRpcErrorCode.InternalError, f"A middleware layer answered {clip(method)} "
+                                   f"with {type(result).__name__}, not a result object.")
             elif method in self._lists:
                 return await self.lists.answer(rid, method, params, req)
             else:
@@ -241,35 +263,27 @@ class Dispatcher:
 
     # -- middleware ---------------------------------------------------------------------------
 
-    async def _layered(self, step: Step, method: str, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
-        """``method`` through its chain. A layer's own exception in ``tools/call`` becomes a tool
-        error result; the method's own errors keep the shape they have without layers."""
-        call = Call(method, params, req)
-        try:
-            result = await step(call)
-        except Exception as exc:
-            if method != "tools/call" or exc is call._raised or (
-                    isinstance(exc, McpError) and exc.code in PROTOCOL_ERRORS):
-                raise
-            return tool_error_result(classify_and_log(exc, "middleware of tools/call", req.request_id), (),
-                                     req.request_id)
-        if type(result) is not dict:
-            raise McpError(JsonRpcErrorCode.InternalError, f"A middleware layer answered {clip(method)} with "
-                           f"{type(result).__name__}, not a result object.")
-        return result
+    def _innermost(self, method: str) -> Step:
+        """``method`` itself, as the innermost layer calls it (no frame of its own). For
+        ``tools/call`` it notes on the call what the method raised before it started, so that
+        refusal keeps its JSON-RPC shape; the method's later refusals are protocol errors or an
+        invalid request state, recognised by :func:`_request_refusal`."""
+        if method in self._lists:
+            lists = self.lists
+            return lambda call: lists.fresh(method, call.params, call._req)
+        handler = self._common.get(method) or self._legacy.get(method) or self._modern[method]
+        core = self.core
+        if method != "tools/call":
+            return lambda call: handler(core, call.params, call._req)
 
-    async def _innermost(self, call: Call) -> Any:
-        """The method itself, as the innermost layer calls it."""
-        req = call._req
-        method = call.method
-        try:
-            if method in self._lists:
-                return await self.lists.fresh(method, call.params, req)
-            handler = self._common.get(method) or (self._legacy if req.era is Era.LEGACY else self._modern)[method]
-            return await handler(self.core, call.params, req)
-        except BaseException as exc:
-            call._raised = exc
-            raise
+        def tool_call(call: Call) -> Awaitable[Any]:
+            try:
+                return handler(core, call.params, call._req)
+            except BaseException as exc:
+                call._raised = exc
+                raise
+
+        return tool_call
 
     @property
     def hooks_notifications(self) -> bool:
