@@ -8,7 +8,16 @@ from typing import Any, TypeVar, overload
 
 from ..content import PromptMessage, to_wire
 from ..errors import ConfigurationError, ErrorContract
-from .common import Visibility, VisibilityRule, caller_locals, check_name, description_of, make_caller, visibility_rule
+from .common import (
+    Visibility,
+    VisibilityRule,
+    caller_locals,
+    check_name,
+    description_of,
+    is_async,
+    make_caller,
+    visibility_rule,
+)
 from .schema import ArgsPlan, args_plan
 
 __all__ = ["PromptDefinition", "prompt"]
@@ -37,6 +46,8 @@ class PromptDefinition:
     """Required scopes: none for prompts (as in the reference framework)."""
     visible_to: VisibilityRule = None
     """Who sees and may get the prompt (``None``: every caller)."""
+    direct: Callable[..., Any] | None = None
+    """The function itself when it is a coroutine function (called without the thread hop)."""
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -109,6 +120,7 @@ def build_prompt(
         fn=fn,
         args=plan,
         call=make_caller(fn),
+        direct=fn if is_async(fn) else None,
         arguments=arguments,
         title=title,
         complete=dict(complete or {}),

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from .. import _json
 from ..content import BlobResourceContents, Resource, TextResourceContents, to_wire
 from ..errors import ConfigurationError, ErrorContract, validate_contracts
-from .common import Visibility, VisibilityRule, caller_locals, check_name, make_caller, visibility_rule
+from .common import Visibility, VisibilityRule, caller_locals, check_name, is_async, make_caller, visibility_rule
 from .schema import ArgsPlan, args_plan
 from .uritemplate import UriTemplate
 
@@ -63,6 +63,8 @@ class ResourceDefinition:
     """Shown in ``resources/list`` (``False``: readable by URI only, like a skill's support files)."""
     visible_to: VisibilityRule = None
     """Who sees and may read it (``None``: every caller)."""
+    direct: Callable[..., Any] | None = None
+    """The function itself when it is a coroutine function (called without the thread hop)."""
 
     @property
     def is_template(self) -> bool:
@@ -181,6 +183,7 @@ def build_resource(
         fn=fn,
         args=plan,
         call=make_caller(fn),
+        direct=fn if is_async(fn) else None,
         title=title,
         description=doc or None,
         mime_type=mime_type,

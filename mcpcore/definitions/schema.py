@@ -51,8 +51,6 @@ class ArgsPlan:
     deps: tuple[tuple[str, Dependency], ...] = ()
     cleanup: bool = False
     """Whether a dependency has code that runs after the handler (a generator)."""
-    bare: bool = False
-    """Neither a ``Context`` nor a dependency: the handler takes its arguments alone."""
     plain_deps: tuple[tuple[str, Callable[..., Any], bool, str | None], ...] | None = None
     """When every dependency is an async function or async generator taking at most the
     ``Context``, each one once: ``(parameter, callable, is a generator, its Context parameter)``
@@ -141,7 +139,6 @@ def _extras(ctx_param: str | None, deps: list[tuple[str, Dependency]]) -> dict[s
     plain = all(d.kind in ("async", "asyncgen") and not d.subs for _, d in deps) and \
         len({d.call for _, d in deps}) == len(deps)
     return {"deps": tuple(deps), "cleanup": any(d.cleans_up for _, d in deps),
-            "bare": ctx_param is None and not deps,
             "plain_deps": tuple((name, d.call, d.kind == "asyncgen", d.ctx_param) for name, d in deps)
             if deps and plain else None}
 

@@ -101,11 +101,11 @@ class ToolDefinition:
     """The MCP App (HTML view) this tool opens, if any."""
     visible_to: VisibilityRule = None
     """Who sees and may call the tool (``None``: every caller)."""
+    unwrapped: bool = field(init=False, default=False)
+    """2026-07-28 carries a non-object result as is (any JSON ``structuredContent``)."""
 
-    @property
-    def unwrapped(self) -> bool:
-        """2026-07-28 carries a non-object result as is (any JSON ``structuredContent``)."""
-        return self.output is not None and self.output.wrap and self.enrichment is None
+    def __post_init__(self) -> None:
+        self.unwrapped = self.output is not None and self.output.wrap and self.enrichment is None
 
     def to_wire(self, modern: bool = False) -> dict[str, Any]:
         """The ``Tool`` object of ``tools/list`` (2025 era, or 2026-07-28 when ``modern``)."""

@@ -43,14 +43,13 @@ class Call:
     session, ``log``, ``state``, ``values``).
     """
 
-    __slots__ = ("_ctx", "_raised", "_req", "method", "params")
+    __slots__ = ("_ctx", "_req", "method", "params")
 
     def __init__(self, method: str, params: dict[str, Any], req: Inbound) -> None:
         self.method = method
         self.params = params
         self._req = req
         self._ctx: Context | None = None
-        self._raised: BaseException | None = None
 
     @property
     def ctx(self) -> Context:

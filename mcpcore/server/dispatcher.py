@@ -28,7 +28,7 @@ from .chain import Layers, Step
 from .closing import Closing
 from .completion import complete
 from .core import Handler, ServerCore
-from .invoke import PROTOCOL_ERRORS
+from .invoke import invoke
 from .listen import listen
 from .lists import LIST_METHODS, Lists
 from .notify import Notifier
@@ -48,10 +48,19 @@ CACHEABLE = ("server/discover", "tools/list", "prompts/list", "resources/list", 
              "resources/read")
 
 
-def _request_refusal(exc: Exception) -> bool:
-    """An error the invoke pipeline raises about the request itself (not the tool's work)."""
-    return isinstance(exc, McpError) and (exc.code in PROTOCOL_ERRORS or (
-        exc.data is not None and exc.data.get("reason") == "invalid_request_state"))
+_METHOD_CODE = frozenset({call_tool.__code__, invoke.__code__})
+
+
+def _raised_by_the_method(exc: BaseException) -> bool:
+    """Whether ``tools/call`` itself raised ``exc`` (an unknown tool, a missing scope, a protocol
+    error), not a middleware layer around it: its traceback passes through the method's frames.
+    Such a refusal keeps its JSON-RPC shape; a layer's own exception is the tool's error result."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code in _METHOD_CODE:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 class Dispatcher:
@@ -224,7 +233,7 @@ class Dispatcher:
                 try:
                     result = await step(call)
                 except Exception as exc:  # a layer's own failure in tools/call is the tool's error result
-                    if method != "tools/call" or exc is call._raised or _request_refusal(exc):
+                    if method != "tools/call" or _raised_by_the_method(exc):
                         raise
                     result = tool_error_result(classify_and_log(exc, "middleware of tools/call", req.request_id),
                                                (), req.request_id)
@@ -264,26 +273,14 @@ class Dispatcher:
     # -- middleware ---------------------------------------------------------------------------
 
     def _innermost(self, method: str) -> Step:
-        """``method`` itself, as the innermost layer calls it (no frame of its own). For
-        ``tools/call`` it notes on the call what the method raised before it started, so that
-        refusal keeps its JSON-RPC shape; the method's later refusals are protocol errors or an
-        invalid request state, recognised by :func:`_request_refusal`."""
+        """``method`` itself, as the innermost layer calls it (the method's own awaitable, no
+        frame in between)."""
         if method in self._lists:
             lists = self.lists
             return lambda call: lists.fresh(method, call.params, call._req)
         handler = self._common.get(method) or self._legacy.get(method) or self._modern[method]
         core = self.core
-        if method != "tools/call":
-            return lambda call: handler(core, call.params, call._req)
-
-        def tool_call(call: Call) -> Awaitable[Any]:
-            try:
-                return handler(core, call.params, call._req)
-            except BaseException as exc:
-                call._raised = exc
-                raise
-
-        return tool_call
+        return lambda call: handler(core, call.params, call._req)
 
     @property
     def hooks_notifications(self) -> bool:

@@ -363,3 +363,32 @@ async def test_a_method_no_layer_hooks_is_served_as_without_layers() -> None:
     assert app.dispatcher.layers is not None
     assert app.dispatcher.layers.request("tools/call") is None
     assert app.dispatcher.layers.request("prompts/get") is not None
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_methods_own_refusals_keep_their_shape_through_layers(era: str) -> None:
+    import time
+
+    import jwt
+
+    secret = "k" * 40
+
+    @tool(auth=["admin"])
+    async def admin_only() -> str:
+        """Admins only."""
+        return "ok"
+
+    class Rethrow(Middleware):
+        async def on_call_tool(self, call: Call, call_next: CallNext) -> Any:
+            try:
+                return await call_next(call)
+            except McpError:
+                raise  # the method's own error, passed on as it is
+
+    token = jwt.encode({"sub": "u", "cid": "c", "tid": "t", "exp": int(time.time()) + 60}, secret, algorithm="HS256")
+    app = McpApp("scoped", tools=[admin_only], middleware=[Rethrow(), Recorder("A", [])],
+                 settings=Settings.from_env({}, auth_mode="jwt", auth_secret_key=secret))
+    async with McpTestClient(app, era=era, headers={"authorization": f"Bearer {token}"}) as c:
+        with pytest.raises(McpError) as e:
+            await c.call_tool("admin_only")
+        assert e.value.code == JsonRpcErrorCode.Forbidden and e.value.http_status == 403  # type: ignore[attr-defined]
