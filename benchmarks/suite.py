@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 # logging/setLevel) and tools_list / resources_read (call_2026's path with another body and
 # verifier). Every server module that runs in the project's .venv is started at least once.
 SMOKE_PLAN: list[tuple[str, list[str]]] = [
-    ("call_2026", ["mcpcore", "starlette", "asgi"]),
+    ("call_2026", ["mcpcore", "mcpcore_layers", "starlette", "asgi"]),
     ("call_2025", ["mcpcore"]),
     ("instr_2025", ["mcpcore"]),
     ("call_2025_redis", ["mcpcore"]),
@@ -126,7 +126,7 @@ def smoke(out_dir: str | os.PathLike[str] | None = None) -> int:
         args = parse_args(["--smoke", "--duration", "1", "--warmup", "0", "--repeat", "1", "--session-repeat", "1",
                            "--sessions", "100",
                            "--retries", "0", "--quiet-wait", "0",
-                           "--connections", "16", "--servers", "mcpcore,starlette,asgi",
+                           "--connections", "16", "--servers", "mcpcore,mcpcore_layers,starlette,asgi",
                            "--scenarios", ",".join(sid for sid, _ in SMOKE_PLAN),
                            "--out", str(out_dir or tmp)])
         try:
