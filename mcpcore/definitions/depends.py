@@ -67,17 +67,6 @@ class Dependency:
         """The dependency's name, for messages."""
         return str(getattr(self.call, "__qualname__", None) or repr(self.call))
 
-    @property
-    def cleans_up(self) -> bool:
-        """Whether it, or a dependency under it, has code that runs after the handler."""
-        return self.kind in ("asyncgen", "gen") or any(d.cleans_up for _, d in self.subs)
-
-    def walk(self) -> list[Dependency]:
-        """This dependency and every one under it."""
-        out = [self]
-        for _, sub in self.subs:
-            out.extend(sub.walk())
-        return out
 
 
 def dependency_of(annotation: Any, default: Any) -> Depends | None:

@@ -49,8 +49,6 @@ class ArgsPlan:
     validator: InputValidator
     fields_only: bool = False
     deps: tuple[tuple[str, Dependency], ...] = ()
-    cleanup: bool = False
-    """Whether a dependency has code that runs after the handler (a generator)."""
     plain_deps: tuple[tuple[str, Callable[..., Any], bool, str | None], ...] | None = None
     """When every dependency is an async function or async generator taking at most the
     ``Context``, each one once: ``(parameter, callable, is a generator, its Context parameter)``
@@ -109,7 +107,7 @@ def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_mode
         if p.kind is inspect.Parameter.POSITIONAL_ONLY:
             raise ConfigurationError(f"{owner}: positional-only parameter {p.name!r} is not supported")
         params.append(p)
-    extra = _extras(ctx_param, deps)
+    extra = _extras(deps)
     if allow_model and len(params) == 1:
         ann = hints.get(params[0].name, params[0].annotation)
         if isinstance(ann, type) and issubclass(ann, BaseModel):
@@ -135,10 +133,10 @@ def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_mode
                     fv if fv is not None else model.__pydantic_validator__, fv is not None, **extra)
 
 
-def _extras(ctx_param: str | None, deps: list[tuple[str, Dependency]]) -> dict[str, Any]:
+def _extras(deps: list[tuple[str, Dependency]]) -> dict[str, Any]:
     plain = all(d.kind in ("async", "asyncgen") and not d.subs for _, d in deps) and \
         len({d.call for _, d in deps}) == len(deps)
-    return {"deps": tuple(deps), "cleanup": any(d.cleans_up for _, d in deps),
+    return {"deps": tuple(deps),
             "plain_deps": tuple((name, d.call, d.kind == "asyncgen", d.ctx_param) for name, d in deps)
             if deps and plain else None}
 

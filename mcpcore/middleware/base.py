@@ -72,11 +72,6 @@ class Call:
         """The request's id as the logs show it (``""`` for a notification)."""
         return self._req.request_id if self._req.jsonrpc_id is not None else ""
 
-    @property
-    def is_notification(self) -> bool:
-        """Whether this is a client notification (it has no result)."""
-        return self._req.jsonrpc_id is None and self.method.startswith("notifications/")
-
     def __repr__(self) -> str:
         return f"Call(method={self.method!r}, name={self.name!r})"
 

@@ -285,3 +285,39 @@ def test_a_cycle_is_refused() -> None:
     one.__annotations__ = {"x": Annotated[Any, Depends(two)]}
     with pytest.raises(ConfigurationError, match="cycle"):
         plan_dependency(Depends(two), None, "tool 't'", "p")
+
+
+async def test_a_generator_must_yield_exactly_once() -> None:
+    from collections.abc import AsyncGenerator
+
+    async def no_yield() -> AsyncGenerator[int, None]:
+        if False:  # an async generator that never yields
+            yield 1
+
+    async def twice() -> AsyncIterator[int]:
+        yield 1
+        yield 2
+
+    def sync_no_yield() -> Iterator[int]:
+        return
+        yield 1  # makes this a generator
+
+    @tool
+    async def a(x: Annotated[int, Depends(no_yield)]) -> int:
+        """A."""
+        return x
+
+    @tool
+    async def b(x: Annotated[int, Depends(twice)]) -> int:
+        """B."""
+        return x
+
+    @tool
+    async def c(x: Annotated[int, Depends(sync_no_yield)]) -> int:
+        """C."""
+        return x
+
+    app = McpApp("yields", tools=[a, b, c], settings=Settings.from_env({}))
+    async with McpTestClient(app, era="modern") as client:
+        for name in ("a", "b", "c"):
+            assert (await client.call_tool(name))["isError"]
