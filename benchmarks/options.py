@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .harness.catalog import ORDER, SERVERS
+from .harness.catalog import ALL, SERVERS
 from .harness.config import OUT_DIR
 from .scenarios.catalog import SCENARIO_BY_ID
 
@@ -47,7 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scenarios", type=_comma_list, default=None,
                    help=f"comma list of {', '.join(SCENARIO_BY_ID)}")
     p.add_argument("--servers", type=_comma_list, default=None,
-                   help=f"comma list of {', '.join(ORDER)}")
+                   help=f"comma list of {', '.join(ALL)}")
     p.add_argument("--out", default=str(OUT_DIR), help="output directory (default docs/bench)")
     p.add_argument("--no-chart", action="store_true", help="skip the PNG")
     p.add_argument("--hash-seeds", type=_seed_list, default=[1, 2, 3],

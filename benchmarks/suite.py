@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .harness.catalog import ORDER, SERVERS
+from .harness.catalog import ALL, SERVERS
 from .harness.config import LOAD_CPU, NICE, OUT_DIR, PEERS_PY, SERVER_CPU, log
 from .harness.machine import ensure_peers_venv, find_tools, machine_info, source_state, versions
 from .harness.processes import stop_all
@@ -46,7 +46,7 @@ def _settings(args: argparse.Namespace, pinned: bool, nice: bool, elapsed: float
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     """Measure what ``args`` selects and write the report; (report, number of failed servers)."""
     tools = find_tools()
-    wanted_servers = [s for s in ORDER if s in args.servers] if args.servers else list(ORDER)
+    wanted_servers = [s for s in ALL if s in args.servers] if args.servers else list(ALL)
     need_peers = any(SERVERS[k].peers for k in wanted_servers)
     python: dict[str, Path] = {"main": Path(sys.executable)}
     if need_peers:
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 # logging/setLevel) and tools_list / resources_read (call_2026's path with another body and
 # verifier). Every server module that runs in the project's .venv is started at least once.
 SMOKE_PLAN: list[tuple[str, list[str]]] = [
-    ("call_2026", ["mcpcore", "starlette", "asgi"]),
+    ("call_2026", ["mcpcore", "mcpcore_layers", "starlette", "asgi"]),
     ("call_2025", ["mcpcore"]),
     ("instr_2025", ["mcpcore"]),
     ("call_2025_redis", ["mcpcore"]),
@@ -126,7 +126,7 @@ def smoke(out_dir: str | os.PathLike[str] | None = None) -> int:
         args = parse_args(["--smoke", "--duration", "1", "--warmup", "0", "--repeat", "1", "--session-repeat", "1",
                            "--sessions", "100",
                            "--retries", "0", "--quiet-wait", "0",
-                           "--connections", "16", "--servers", "mcpcore,starlette,asgi",
+                           "--connections", "16", "--servers", "mcpcore,mcpcore_layers,starlette,asgi",
                            "--scenarios", ",".join(sid for sid, _ in SMOKE_PLAN),
                            "--out", str(out_dir or tmp)])
         try:

@@ -23,16 +23,22 @@ from .content import (
 from .context import AuthInfo, Context, RequestContext, create_request_context, with_extra
 from .context.builders import input_required
 from .context.inputs import ElicitView, InputRequired, InputRequiredSpec, MissingView, RootsView, SamplingView
+from .context.values import Key
 from .definitions import CacheHint, prompt, resource, tool
+from .definitions.depends import Depends
 from .errors import ConfigurationError, ErrorContract, JsonRpcErrorCode, McpError
+from .middleware import Call, CallNext, Middleware
 
 __all__ = [
     "AudioContent",
     "AuthInfo",
     "BlobResourceContents",
     "CacheHint",
+    "Call",
+    "CallNext",
     "ConfigurationError",
     "Context",
+    "Depends",
     "ElicitView",
     "EmbeddedResource",
     "ErrorContract",
@@ -40,8 +46,10 @@ __all__ = [
     "InputRequired",
     "InputRequiredSpec",
     "JsonRpcErrorCode",
+    "Key",
     "McpApp",
     "McpError",
+    "Middleware",
     "MissingView",
     "PromptMessage",
     "RequestContext",

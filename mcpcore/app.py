@@ -5,24 +5,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ._version import __version__
 from .asgi_types import Receive, Scope, Send
-from .auth import create_authenticator
+from .auth.base import Authenticator
+from .auth.verifier import TokenVerifier
 from .config import SessionMode, Settings
 from .context import ContextServices
+from .definitions.depends import DependencyOverrides
 from .definitions.resources import CacheHint, build_resource
 from .logs import LEVELS
+from .middleware.base import Middleware
 from .protocol.extensions import check_extensions
 from .runtime import Runtime
 from .security.sealing import RequestStateSealer
 from .server.dispatcher import Dispatcher
 from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
-from .serving import connection_close, serve
+from .serving import connection_close, lifespan_protocol, serve
 from .side_routes import SideRoutes
+from .stack import AppState, Layer, authenticator_for, describe, open_layers, setup_context
 from .storage.base import StorageProvider
 from .storage.service import CursorSigner, StateService
 from .transports.http import HttpTransport, deliver_route
@@ -56,7 +60,13 @@ class McpApp:
         cache_hints: ``{"tools/list": CacheHint(...), ...}`` for 2026-07-28 cacheable results.
         path: the MCP endpoint (default ``MCP_HTTP_ENDPOINT_PATH``, ``/mcp``). Mounted under a
             prefix, the app also answers at the mount point itself.
-        setup: ``async def setup(app)`` run at startup, after stores are ready.
+        setup: ``async def setup(app)`` run at startup, after stores are ready; an async
+            generator runs to its ``yield`` at startup and on from there at shutdown. What it
+            opens for the app's lifetime goes on ``app.state`` (``ctx.app_state``).
+        middleware: layers around every method (:class:`~mcpcore.Middleware`), the first
+            outermost, inside the framework's own (see ``app.layers``).
+        auth: your own :class:`~mcpcore.auth.TokenVerifier` (or a whole ``Authenticator``) in
+            place of ``MCP_AUTH_MODE``'s.
         telemetry: a :class:`~mcpcore.telemetry.Telemetry` (or ``True``) to trace and meter calls
             with OpenTelemetry; default: on when ``OTEL_ENABLED=true``.
         landing: serve the landing page (``GET /``) and server card (``/.well-known/mcp.json``);
@@ -88,7 +98,9 @@ class McpApp:
         storage: StorageProvider | None = None,
         cache_hints: Mapping[str, CacheHint] | None = None,
         path: str | None = None,
-        setup: Callable[[McpApp], Awaitable[None]] | None = None,
+        setup: Callable[[McpApp], Any] | None = None,
+        middleware: Sequence[Middleware] = (),
+        auth: TokenVerifier | Authenticator | None = None,
         telemetry: Any = None,
         landing: bool | None = None,
         expose_stateless_session_id: bool | None = None,
@@ -114,7 +126,7 @@ class McpApp:
         self._storage_given = storage
         self.live = LiveSessions()
         s = self.settings
-        self.stores = Stores(s, self.live, self._sweep_period())
+        self.stores = Stores(s, self.live)
         self.redis = self.stores.redis
         self.bus = self.stores.bus
         self.sessions = self.stores.sessions
@@ -122,9 +134,13 @@ class McpApp:
         self.stream_slots = self.stores.stream_slots
         self.notifier = Notifier(self.bus)
         self.notify = AppNotifier(self.notifier)
+        self.authenticator = authenticator_for(s, auth)
+        if auth is not None and self.authenticator is not None:
+            s = self.settings = s.replace(auth_mode=self.authenticator.mode)
+        self.state = AppState()
+        """What ``setup`` opened for the app's lifetime (``ctx.app_state`` in handlers and dependencies)."""
         self.services = ContextServices(log_floor=LEVELS[s.log_level], notify=self.notifier, auth_mode=s.auth_mode,
-                                        scope_checks_disabled=s.auth_disable_scope_checks)
-        self.authenticator = create_authenticator(s)
+                                        scope_checks_disabled=s.auth_disable_scope_checks, app_state=self.state)
         self.telemetry = self._telemetry(telemetry)
         self.landing = landing
         self.dispatcher = Dispatcher(registry=self.registry, settings=self.settings, server_info=self.server_info,
@@ -137,6 +153,8 @@ class McpApp:
             from .extensions.skills import serve_skills
             self.skills = serve_skills(self, skills)
         self.dispatcher.telemetry = self.telemetry
+        self.middleware: list[Middleware] = list(middleware)
+        self.dispatcher.use(self.middleware)
         self._side = SideRoutes(self)
         self._http: HttpTransport | None = None
         self._http_sse: HttpSseTransport | None = None
@@ -176,6 +194,24 @@ class McpApp:
             self.registry.add(f)
             return f
         return deco
+
+    def add_middleware(self, layer: Middleware) -> McpApp:
+        """Add a layer inside those already there (before the app starts)."""
+        if self._started:
+            raise RuntimeError("add middleware before the app starts")
+        self.middleware.append(layer)
+        self.dispatcher.use(self.middleware)
+        return self
+
+    @property
+    def layers(self) -> list[Layer]:
+        """The layers a request passes, outermost first: the framework's, then the middleware."""
+        return describe(self.middleware, self.authenticator)
+
+    @property
+    def dependency_overrides(self) -> DependencyOverrides:
+        """``{dependency: replacement}`` applied to every definition (tests swap a database)."""
+        return self.dispatcher.core.dependency_overrides
 
     def _telemetry(self, given: Any) -> Any:
         if given is False or (given is None and not self.settings.otel_enabled):
@@ -224,10 +260,11 @@ class McpApp:
                 exit_stack.push_async_callback(self.authenticator.close)
             await self.stores.open(exit_stack, self._on_route)
             self.dispatcher.closing.reset()
-            sweeper = asyncio.get_running_loop().create_task(self._sweep())
+            sweeper = asyncio.get_running_loop().create_task(self.stores.sweep_forever())
             exit_stack.callback(sweeper.cancel)
+            await open_layers(exit_stack, self.middleware, self.settings, self.redis)
             if self._setup is not None:
-                await self._setup(self)
+                await exit_stack.enter_async_context(setup_context(self._setup, self))
         except BaseException:
             await exit_stack.aclose()
             raise
@@ -242,21 +279,8 @@ class McpApp:
 
     async def readiness(self) -> tuple[bool, dict[str, str]]:
         """Whether every store this app needs answers: ``(ready, {part: "ok" | reason})``."""
-        checks: dict[str, str] = {}
-
-        async def probe(name: str, fn: Any) -> None:
-            try:
-                await asyncio.wait_for(fn(), 2)
-                checks[name] = "ok"
-            except Exception as exc:
-                checks[name] = getattr(exc, "message", None) or type(exc).__name__
-
-        if self.services.state is not None:
-            await probe("state", self.services.state.provider.ping)
-        await self.stores.probe(probe, checks)
-        if not self._started:
-            checks["app"] = "not started"
-        return all(v == "ok" for v in checks.values()), checks
+        state = self.services.state
+        return await self.stores.readiness(state.provider.ping if state is not None else None, self._started)
 
     def begin_drain(self) -> None:
         """Stop long-lived streams now (listen streams answer and close, GET streams close) so a
@@ -280,18 +304,6 @@ class McpApp:
         if self._exit is not None:
             await self._exit.aclose()
             self._exit = None
-
-    def _sweep_period(self) -> float:
-        return max(1.0, min(60.0, self.settings.session_idle_ms / 3000))
-
-    async def _sweep(self) -> None:
-        period = self._sweep_period()
-        while True:
-            await asyncio.sleep(period)
-            try:
-                await self.stores.sweep()
-            except Exception:
-                log.warning("session sweep failed", exc_info=True)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _app: Any = None) -> AsyncIterator[None]:
@@ -338,7 +350,7 @@ class McpApp:
             else:
                 await self._side(scope, send, path, root)
         elif kind == "lifespan":
-            await self._lifespan(receive, send)
+            await lifespan_protocol(self, receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1008})
 
@@ -354,22 +366,6 @@ class McpApp:
                        shared=self.stores.shared, auth=self.authenticator,
                        expose_stateless_session_id=self.expose_stateless_session_id,
                        stream_slots=self.stream_slots)
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                try:
-                    await self.startup()
-                except Exception as exc:
-                    log.error("startup failed: %s", exc)
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                    return
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.shutdown()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     # -- running --------------------------------------------------------------------------------
 

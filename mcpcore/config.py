@@ -159,7 +159,7 @@ class Settings:
     redis_sentinel_password: SecretStr | None = _env("MCP_REDIS_SENTINEL_PASSWORD", _secret, None)  # noqa: RUF009
     storage_cursor_key: str | None = _env("MCP_STORAGE_CURSOR_KEY", _str, None)
     request_state_key: str | None = _env("MCP_REQUEST_STATE_KEY", _str, None)
-    auth_mode: str = _env("MCP_AUTH_MODE", _choice("none", "jwt", "oauth"), "none")
+    auth_mode: str = _env("MCP_AUTH_MODE", _choice("none", "jwt", "oauth", "introspection"), "none")
     otel_enabled: bool = _env("OTEL_ENABLED", _bool, False)
     # Auth (see mcpcore.auth): validated by create_authenticator at startup, not here.
     auth_secret_key: SecretStr | None = _env("MCP_AUTH_SECRET_KEY", _secret, None)  # noqa: RUF009
@@ -170,6 +170,12 @@ class Settings:
     oauth_jwks_uri: str | None = _env("OAUTH_JWKS_URI", _str, None)
     oauth_jwks_cooldown_ms: int = _env("OAUTH_JWKS_COOLDOWN_MS", _int(0), 300_000)
     oauth_jwks_timeout_ms: int = _env("OAUTH_JWKS_TIMEOUT_MS", _int(1, 600_000), 5_000)
+    oauth_introspection_url: str | None = _env("OAUTH_INTROSPECTION_URL", _str, None)
+    oauth_introspection_client_id: str | None = _env("OAUTH_INTROSPECTION_CLIENT_ID", _str, None)
+    oauth_introspection_client_secret: SecretStr | None = _env(  # noqa: RUF009
+        "OAUTH_INTROSPECTION_CLIENT_SECRET", _secret, None)
+    oauth_introspection_cache_ttl_ms: int = _env("OAUTH_INTROSPECTION_CACHE_TTL_MS", _int(0), 60_000)
+    oauth_introspection_timeout_ms: int = _env("OAUTH_INTROSPECTION_TIMEOUT_MS", _int(1, 600_000), 5_000)
     server_resource_identifier: str | None = _env("MCP_SERVER_RESOURCE_IDENTIFIER", _str, None)
     auth_disable_scope_checks: bool = _env("MCP_AUTH_DISABLE_SCOPE_CHECKS", _bool, False)
     # Ceilings on what a caller sends (see docs/security.md).

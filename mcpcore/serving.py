@@ -11,12 +11,13 @@ import asyncio
 import logging
 from typing import Any, Protocol, runtime_checkable
 
-from .asgi_types import Message, Send
+from .asgi_types import Message, Receive, Send
 from .config import Settings
 from .errors import ConfigurationError
 from .logs import configure_logging
 
-__all__ = ["Servable", "connection_close", "endpoint_url", "serve", "serving_line", "settings_of"]
+__all__ = ["Servable", "connection_close", "endpoint_url", "lifespan_protocol", "serve", "serving_line",
+           "settings_of"]
 
 log = logging.getLogger("mcpcore.cli")
 
@@ -36,6 +37,32 @@ class Servable(Protocol):
     def begin_drain(self) -> None: ...
 
     def end_keep_alive(self) -> None: ...
+
+
+class Startable(Protocol):
+    """An app with a lifecycle the ASGI lifespan drives."""
+
+    async def startup(self) -> None: ...
+
+    async def shutdown(self) -> None: ...
+
+
+async def lifespan_protocol(app: Startable, receive: Receive, send: Send) -> None:
+    """Answer the ASGI lifespan messages with ``app``'s startup and shutdown."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            try:
+                await app.startup()
+            except Exception as exc:
+                logging.getLogger("mcpcore.app").error("startup failed: %s", exc)
+                await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                return
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await app.shutdown()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
 
 
 def settings_of(app: Any) -> Settings:

@@ -9,6 +9,7 @@ Protocols (:class:`~mcpcore.sessions.base.SessionStore`, :class:`~mcpcore.sessio
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import types
@@ -43,8 +44,9 @@ class Stores:
     process. ``on_session_gone`` ends what this process holds for a session deleted or evicted
     here or, as the bus says, on another instance."""
 
-    def __init__(self, settings: Settings, live: LiveSessions, sweep_period: float) -> None:
+    def __init__(self, settings: Settings, live: LiveSessions) -> None:
         s = settings
+        sweep_period = self.sweep_period = max(1.0, min(60.0, s.session_idle_ms / 3000))
         self.live = live
         self.shared = s.session_store == "redis"
         self.redis: Any = None
@@ -116,6 +118,35 @@ class Stores:
         self.bus.subscribe(on_route)
         if self._redis_sessions is not None and self._redis_bus is not None:  # records cached, kept coherent
             stack.callback(self._redis_sessions.attach(self._redis_bus))
+
+    async def readiness(self, state_ping: Callable[[], Awaitable[Any]] | None,
+                        started: bool) -> tuple[bool, dict[str, str]]:
+        """Whether every store answers: ``(ready, {part: "ok" | reason})`` (``state_ping``: the
+        ``ctx.state`` provider's, once it is open)."""
+        checks: dict[str, str] = {}
+
+        async def probe(name: str, fn: Any) -> None:
+            try:
+                await asyncio.wait_for(fn(), 2)
+                checks[name] = "ok"
+            except Exception as exc:
+                checks[name] = getattr(exc, "message", None) or type(exc).__name__
+
+        if state_ping is not None:
+            await probe("state", state_ping)
+        await self.probe(probe, checks)
+        if not started:
+            checks["app"] = "not started"
+        return all(v == "ok" for v in checks.values()), checks
+
+    async def sweep_forever(self) -> None:
+        """Run :meth:`sweep` every :attr:`sweep_period` seconds until cancelled."""
+        while True:
+            await asyncio.sleep(self.sweep_period)
+            try:
+                await self.sweep()
+            except Exception:
+                log.warning("session sweep failed", exc_info=True)
 
     async def sweep(self) -> None:
         """Periodic upkeep: renew stream leases, drop expired sessions, slide the expiry of the

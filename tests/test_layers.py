@@ -20,9 +20,9 @@ LAYERS: list[set[str]] = [
     {"protocol", "security", "redis_client", "redis_sentinel"},
     {"context", "storage", "bus", "sessions", "auth", "telemetry"},
     {"definitions", "extensions"},
-    {"server", "lint"},
+    {"server", "lint", "middleware"},
     {"runtime", "transports"},
-    {"landing", "side_routes", "serving", "http_limits", "wiring"},
+    {"landing", "side_routes", "serving", "http_limits", "wiring", "stack"},
     {"app"},
     {"cli", "testing", "__main__", ""},
 ]

@@ -21,6 +21,8 @@ class Server:
 
 SERVERS: dict[str, Server] = {s.key: s for s in (
     Server("mcpcore", "mcpcore", "mcpcore_echo", False, "framework", "mcpcore.http_limits:LimitedHttpToolsProtocol"),
+    Server("mcpcore_layers", "mcpcore, 3 layers + Depends", "mcpcore_layered", False, "framework",
+           "mcpcore.http_limits:LimitedHttpToolsProtocol"),
     Server("sdk", "mcp SDK 2.3", "sdk_echo", True, "framework"),
     Server("sdk_low", "mcp SDK 2.3 low-level", "sdk_lowlevel_echo", True, "framework"),
     Server("fastmcp", "FastMCP 4.2", "fastmcp_echo", True, "framework"),
@@ -28,11 +30,14 @@ SERVERS: dict[str, Server] = {s.key: s for s in (
     Server("asgi", "pure ASGI (limit)", "asgi_echo", False, "bare"),
 )}
 ORDER = ["mcpcore", "sdk", "sdk_low", "fastmcp", "starlette", "asgi"]
+"""The servers compared in the side-by-side scenarios, in report order."""
+ALL = ["mcpcore", "mcpcore_layers", *ORDER[1:]]
+"""Every server, in report order (``mcpcore_layers`` runs only in the ``layers_*`` scenarios)."""
 BASELINES = ["starlette", "asgi", "sdk", "sdk_low", "fastmcp"]
 
 # Every run of a server starts from this environment; a scenario adds its own on top
 # (benchmarks/scenarios/catalog.py). mcpcore reads MCP_* settings.
-BASE_ENV = {"mcpcore": {"MCP_LOG_LEVEL": "warning"}}
+BASE_ENV = {"mcpcore": {"MCP_LOG_LEVEL": "warning"}, "mcpcore_layers": {"MCP_LOG_LEVEL": "warning"}}
 
 
 def label(key: str) -> str:

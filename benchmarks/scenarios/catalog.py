@@ -12,6 +12,7 @@ from ..harness.wire import echo_call
 # or an SSE response.
 SESSION_ENV = {
     "mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "memory"},
+    "mcpcore_layers": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "memory"},
     "sdk": {"BENCH_STATELESS": "0", "BENCH_JSON_RESPONSE": "1"},
     "sdk_low": {"BENCH_STATELESS": "0", "BENCH_JSON_RESPONSE": "1"},
     "fastmcp": {"BENCH_STATELESS": "0", "BENCH_JSON_RESPONSE": "1"},
@@ -75,6 +76,24 @@ SCENARIOS: list[Scenario] = [
     Scenario("instr_2025", "Instructions per tools/call, 2025 stateful session (valgrind)",
              "call_2025's exact request and session, counted as in instr_2026.",
              "instructions", "legacy", "tools/call", echo_call(), "echo", ORDER, env=SESSION_ENV),
+    Scenario("layers_2026", "Instructions per tools/call with 3 middleware layers and 1 Depends, 2026-07-28",
+             "instr_2026's request on mcpcore as is and on the same app with three pass-through middleware "
+             "layers (on_request, on_call_tool, on_request) and a dependency (an async function) on the tool "
+             "(benchmarks/servers/mcpcore_layered.py): what the layers and Depends cost per request.",
+             "instructions", "modern", "tools/call", echo_call(), "echo", ["mcpcore", "mcpcore_layers"]),
+    Scenario("layers_2025", "Instructions per tools/call with 3 middleware layers and 1 Depends, 2025 session",
+             "layers_2026 on a 2025-11-25 session, as instr_2025.",
+             "instructions", "legacy", "tools/call", echo_call(), "echo", ["mcpcore", "mcpcore_layers"],
+             env=SESSION_ENV),
+    Scenario("layers_gen_2026", "As layers_2026, the dependency an async generator with cleanup",
+             "layers_2026 with BENCH_DEPENDS=generator: the dependency yields its value and runs code after the "
+             "yield once the tool returned, as a database session does.",
+             "instructions", "modern", "tools/call", echo_call(), "echo", ["mcpcore", "mcpcore_layers"],
+             env={"mcpcore_layers": {"BENCH_DEPENDS": "generator"}}),
+    Scenario("layers_gen_2025", "As layers_2025, the dependency an async generator with cleanup",
+             "layers_2025 with BENCH_DEPENDS=generator.",
+             "instructions", "legacy", "tools/call", echo_call(), "echo", ["mcpcore", "mcpcore_layers"],
+             env={**SESSION_ENV, "mcpcore_layers": {**SESSION_ENV["mcpcore_layers"], "BENCH_DEPENDS": "generator"}}),
     Scenario("idle_sessions", "RSS of idle 2025 sessions (memory store)",
              "Open N 2025 sessions (initialize + notifications/initialized) and leave them idle; RSS "
              "after minus RSS before (the server was warmed by opening and deleting 20 sessions).",

@@ -103,7 +103,9 @@ MEANINGS: dict[str, str] = {
     "MCP_REQUEST_STATE_KEY": "Key(s) of at least 32 bytes that seal `requestState` (HMAC-SHA256, bound to the "
                              "caller and operation, 900 s); comma-separated for rotation. Unset: state travels "
                              "unsigned.",
-    "MCP_AUTH_MODE": "`none`, `jwt` (HS256 with a shared secret) or `oauth` (an issuer's JWKS).",
+    "MCP_AUTH_MODE": "`none`, `jwt` (HS256 with a shared secret), `oauth` (an issuer's JWKS) or "
+                     "`introspection` (opaque tokens checked at an RFC 7662 endpoint, answers cached). "
+                     "`McpApp(auth=...)` takes your own `TokenVerifier` instead.",
     "OTEL_ENABLED": "Trace and meter handler calls through the OpenTelemetry API (needs `mcpcore[otel]`).",
     "MCP_AUTH_SECRET_KEY": "`jwt` mode: the HS256 secret, at least 32 characters.",
     "MCP_JWT_EXPECTED_ISSUER": "`jwt` mode: required `iss` of every token, when set.",
@@ -113,6 +115,16 @@ MEANINGS: dict[str, str] = {
     "OAUTH_JWKS_URI": "`oauth` mode: where the signing keys are (unset: `<issuer>/.well-known/jwks.json`).",
     "OAUTH_JWKS_COOLDOWN_MS": "`oauth` mode: least time between key refetches caused by unknown `kid`s.",
     "OAUTH_JWKS_TIMEOUT_MS": "`oauth` mode: deadline of one JWKS fetch.",
+    "OAUTH_INTROSPECTION_URL": "`introspection` mode: the RFC 7662 endpoint tokens are checked at (https, or "
+                               "http on loopback). `OAUTH_ISSUER_URL` and `OAUTH_AUDIENCE`, when set, are "
+                               "checked against the answer's `iss` and `aud`.",
+    "OAUTH_INTROSPECTION_CLIENT_ID": "`introspection` mode: client id this server authenticates to the endpoint "
+                                     "with (HTTP Basic); unset: no client authentication.",
+    "OAUTH_INTROSPECTION_CLIENT_SECRET": "`introspection` mode: that client's secret.",
+    "OAUTH_INTROSPECTION_CACHE_TTL_MS": "`introspection` mode: how long an active token's answer is reused "
+                                        "(never past its `exp`; inactive ones at most 30 s; `0`: ask every "
+                                        "time).",
+    "OAUTH_INTROSPECTION_TIMEOUT_MS": "`introspection` mode: deadline of one call to the endpoint (then 503).",
     "MCP_SERVER_RESOURCE_IDENTIFIER": "This server's resource identifier (RFC 8707): tokens must name it in "
                                       "`resource` or `aud`; also the `resource` of the metadata document.",
     "MCP_AUTH_DISABLE_SCOPE_CHECKS": "Verify tokens but skip declared and `check_scopes` scope checks (never in "

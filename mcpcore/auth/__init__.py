@@ -9,7 +9,9 @@ A library with a narrow interface; the transport wires it in:
   (``status``, ``headers(resource_metadata_url)``, ``response_body()``);
 - scopes: :func:`check_scopes`;
 - RFC 9728 metadata: :func:`protected_resource_metadata` at :func:`metadata_routes`, URL for
-  challenges from :func:`metadata_url`.
+  challenges from :func:`metadata_url`;
+- your own verification: a :class:`TokenVerifier` (``McpApp(auth=...)``); RFC 7662 introspection:
+  :class:`IntrospectionVerifier` (``MCP_AUTH_MODE=introspection``).
 
 Every signature check is PyJWT's (``jwt.decode`` with explicit ``algorithms``); nothing here
 verifies a signature by hand.
@@ -37,8 +39,10 @@ from .metadata import (
     resource_identifier,
 )
 from .scopes import HasAuth, check_scopes, has_scopes
+from .verifier import TokenVerifier, VerifierAuthenticator
 
 if TYPE_CHECKING:
+    from .introspection import IntrospectionVerifier
     from .jwt_auth import MIN_SECRET_LENGTH, JwtAuthenticator
     from .oauth import OAuthAuthenticator
 
@@ -53,9 +57,12 @@ __all__ = [
     "AuthStatus",
     "Authenticator",
     "HasAuth",
+    "IntrospectionVerifier",
     "JwtAuthenticator",
     "MetadataUrls",
     "OAuthAuthenticator",
+    "TokenVerifier",
+    "VerifierAuthenticator",
     "auth_info_from_claims",
     "check_scopes",
     "create_authenticator",
@@ -70,7 +77,8 @@ __all__ = [
     "single_authorization",
 ]
 
-_LAZY = {"MIN_SECRET_LENGTH": "jwt_auth", "JwtAuthenticator": "jwt_auth", "OAuthAuthenticator": "oauth"}
+_LAZY = {"MIN_SECRET_LENGTH": "jwt_auth", "JwtAuthenticator": "jwt_auth", "OAuthAuthenticator": "oauth",
+         "IntrospectionVerifier": "introspection"}
 
 
 def __getattr__(name: str) -> Any:

@@ -36,7 +36,8 @@ def create_authenticator(
     Raises:
         ConfigurationError: naming the variable: ``MCP_AUTH_SECRET_KEY`` missing or shorter than
             32 characters (jwt); ``OAUTH_ISSUER_URL`` or ``OAUTH_AUDIENCE`` missing, or an issuer /
-            ``OAUTH_JWKS_URI`` that is not https (http only on loopback) (oauth).
+            ``OAUTH_JWKS_URI`` that is not https (http only on loopback) (oauth);
+            ``OAUTH_INTROSPECTION_URL`` missing or not https (introspection).
     """
     mode = settings.auth_mode
     if mode == "none":
@@ -63,8 +64,26 @@ def create_authenticator(
             http_client=http_client,
             transport=transport,
         )
+    elif mode == "introspection":
+        from .introspection import IntrospectionVerifier
+        from .verifier import VerifierAuthenticator
+
+        secret = settings.oauth_introspection_client_secret
+        verifier = IntrospectionVerifier(
+            settings.oauth_introspection_url,
+            client_id=settings.oauth_introspection_client_id,
+            client_secret=secret.get_secret_value() if secret is not None else None,
+            issuer=settings.oauth_issuer_url,
+            audience=settings.oauth_audience,
+            resource=settings.server_resource_identifier,
+            cache_ttl=settings.oauth_introspection_cache_ttl_ms / 1000,
+            timeout=settings.oauth_introspection_timeout_ms / 1000,
+            http_client=http_client,
+            transport=transport,
+        )
+        auth = VerifierAuthenticator(verifier, mode="introspection")
     else:
-        raise ConfigurationError(f"MCP_AUTH_MODE must be one of none, jwt, oauth; got {mode!r}")
+        raise ConfigurationError(f"MCP_AUTH_MODE must be one of none, jwt, oauth, introspection; got {mode!r}")
     if settings.auth_disable_scope_checks:
         log.warning("MCP_AUTH_DISABLE_SCOPE_CHECKS=true: tokens are verified but declared and runtime scope "
                     "checks are skipped; never use this in production")

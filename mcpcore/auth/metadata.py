@@ -124,7 +124,7 @@ def protected_resource_metadata(
     order, duplicates allowed.
     """
     doc: dict[str, Any] = {"resource": resource_identifier(settings, request_base_url, endpoint_path)}
-    if settings.auth_mode == "oauth" and settings.oauth_issuer_url:
+    if settings.auth_mode in ("oauth", "introspection") and settings.oauth_issuer_url:
         doc["authorization_servers"] = [settings.oauth_issuer_url]
     doc["bearer_methods_supported"] = ["header"]
     scopes = sorted({s for s in scopes_supported if isinstance(s, str) and s})

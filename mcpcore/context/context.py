@@ -16,6 +16,7 @@ from .inbound import AuthInfo, Inbound, new_request_token
 from .inputs import ContextInputs, InputRequest, InputRequired, InputRequiredSpec, check_capabilities
 from .log import ContextLogger
 from .state import ContextState
+from .values import HttpInfo, Values
 
 if TYPE_CHECKING:
     from .signal import CancelSignal
@@ -160,6 +161,29 @@ class Context(RequestContext):
         return self._content
 
     @property
+    def values(self) -> Values:
+        """Typed values the middleware layers and dependencies before this code set for the
+        request: ``ctx.values[User]`` (see :class:`~mcpcore.context.values.Values`)."""
+        req = self._req
+        data = req.values
+        if data is None:
+            data = req.values = {}
+        return Values(data)
+
+    @property
+    def http(self) -> HttpInfo | None:
+        """The HTTP request (headers, client address, the host app's ``request.state``);
+        ``None`` over stdio."""
+        scope = self._req.asgi_scope
+        return HttpInfo(scope) if scope is not None else None
+
+    @property
+    def app_state(self) -> Any:
+        """The app's :attr:`~mcpcore.McpApp.state`: what ``setup`` opened for the app's lifetime
+        (a connection pool, a client)."""
+        return self._req.services.app_state
+
+    @property
     def signal(self) -> CancelSignal:
         """Fires when the client cancels this request or its stream closes."""
         return self._req.signal
@@ -245,17 +269,19 @@ class Context(RequestContext):
         out.post({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
         await out.drain()
 
-    def notify_tool_list_changed(self) -> None:
-        """Tell clients to re-list tools (fire-and-forget)."""
-        self._notify({"kind": "tools"})
+    def notify_tool_list_changed(self, names: Sequence[str] | None = None) -> None:
+        """Tell clients to re-list tools (fire-and-forget). ``names``: the tools that changed;
+        then only clients whose view of them changed are told (see ``visible_to=``)."""
+        self._notify(_change("tools", names))
 
-    def notify_prompt_list_changed(self) -> None:
-        """Tell clients to re-list prompts (fire-and-forget)."""
-        self._notify({"kind": "prompts"})
+    def notify_prompt_list_changed(self, names: Sequence[str] | None = None) -> None:
+        """Tell clients to re-list prompts (fire-and-forget); ``names`` as for tools."""
+        self._notify(_change("prompts", names))
 
-    def notify_resource_list_changed(self) -> None:
-        """Tell clients to re-list resources (fire-and-forget)."""
-        self._notify({"kind": "resources"})
+    def notify_resource_list_changed(self, uris: Sequence[str] | None = None) -> None:
+        """Tell clients to re-list resources (fire-and-forget); ``uris``: the resources or
+        templates that changed, as ``names`` for tools."""
+        self._notify(_change("resources", uris))
 
     def notify_resource_updated(self, uri: str) -> None:
         """Tell clients subscribed to ``uri`` that it changed (fire-and-forget)."""
@@ -284,6 +310,14 @@ class Context(RequestContext):
             if c.reason == reason:
                 return {"recovery": {"hint": c.recovery}}
         return {}
+
+
+def _change(kind: str, names: Sequence[str] | None) -> dict[str, Any]:
+    if names is None:
+        return {"kind": kind}
+    if isinstance(names, str):
+        raise TypeError("names is a list of names, not one string")
+    return {"kind": kind, "names": list(names)}
 
 
 def _on_loop() -> bool:

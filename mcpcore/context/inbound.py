@@ -13,6 +13,7 @@ from .outbound import DiscardOutbound, Outbound
 from .signal import CancelSignal
 
 if TYPE_CHECKING:
+    from ..asgi_types import Scope
     from ..sessions.base import SessionRecord
     from ..storage.service import StateService
 
@@ -59,6 +60,8 @@ class ContextServices:
     session_mode: str = "auto"
     auth_mode: str = "none"
     scope_checks_disabled: bool = False
+    app_state: Any = None
+    """The app's :attr:`~mcpcore.McpApp.state` (``ctx.app_state``)."""
 
 
 _DEFAULT_SERVICES = ContextServices()
@@ -97,6 +100,8 @@ class Inbound:
     check_sizes: bool = False  # the transport could not rule out strings past protocol.limits' bounds
     error_code: int | None = None
     error_data: dict[str, Any] | None = None
+    values: dict[object, Any] | None = None  # ctx.values, created on first use
+    asgi_scope: Scope | None = None  # the HTTP request's ASGI scope (ctx.http)
     started: float = 0.0
     _request_id: str | None = None
 

@@ -6,16 +6,41 @@ import functools
 import inspect
 import re
 import sys
-from collections.abc import Awaitable, Callable
-from typing import Any
+import typing
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, get_args, get_origin
 
 import anyio.to_thread
 
+from ..context import Context
 from ..errors import ConfigurationError
 
-__all__ = ["NAME_RE", "caller_locals", "check_name", "description_of", "is_async", "make_caller"]
+__all__ = ["NAME_RE", "Visibility", "VisibilityRule", "caller_locals", "check_name", "description_of", "is_async",
+           "is_context_annotation", "make_caller", "type_hints", "visibility_rule"]
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+
+Visibility = Sequence[str] | Callable[[Context], bool]
+"""Who sees a definition (``visible_to=``): the OAuth scopes a caller must all hold, or a
+predicate on the caller's ``Context``."""
+VisibilityRule = tuple[str, ...] | Callable[[Context], bool] | None
+"""A definition's visibility as stored: scopes, a predicate, or ``None`` (everyone)."""
+
+
+def visibility_rule(owner: str, value: Visibility | None) -> VisibilityRule:
+    """Check and normalise ``visible_to=``."""
+    if value is None:
+        return None
+    if callable(value):
+        return value
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ConfigurationError(f"{owner}: visible_to= takes a list of scopes or a function of the Context, "
+                                 f"got {value!r}")
+    scopes = tuple(value)
+    for scope in scopes:
+        if not isinstance(scope, str) or not scope or any(c.isspace() for c in scope):
+            raise ConfigurationError(f"{owner}: visible_to scope {scope!r} must be a non-empty string without spaces")
+    return scopes or None
 
 
 def caller_locals(depth: int = 2) -> dict[str, Any] | None:
@@ -80,3 +105,22 @@ def make_caller(fn: Callable[..., Any]) -> Callable[[dict[str, Any]], Awaitable[
         return result
 
     return call_sync
+
+
+def type_hints(fn: Callable[..., Any], localns: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Resolved annotations of ``fn``; names local to the defining scope resolve through ``localns``."""
+    try:
+        return typing.get_type_hints(fn, localns=localns, include_extras=True)
+    except Exception:  # unresolvable forward references: fall back to the raw annotations
+        return dict(getattr(fn, "__annotations__", {}))
+
+
+def is_context_annotation(ann: Any) -> bool:
+    """Whether a parameter annotated ``ann`` receives the request's ``Context``."""
+    if ann is inspect.Parameter.empty:
+        return False
+    if isinstance(ann, str):
+        return ann.split(".")[-1].split("[")[0] == "Context"
+    if get_origin(ann) is typing.Annotated:
+        ann = get_args(ann)[0]
+    return isinstance(ann, type) and issubclass(ann, Context)

@@ -8,7 +8,16 @@ from typing import Any, TypeVar, overload
 
 from ..content import PromptMessage, to_wire
 from ..errors import ConfigurationError, ErrorContract
-from .common import caller_locals, check_name, description_of, is_async, make_caller
+from .common import (
+    Visibility,
+    VisibilityRule,
+    caller_locals,
+    check_name,
+    description_of,
+    is_async,
+    make_caller,
+    visibility_rule,
+)
 from .schema import ArgsPlan, args_plan
 
 __all__ = ["PromptDefinition", "prompt"]
@@ -35,6 +44,8 @@ class PromptDefinition:
     """Declared failures: none for prompts (the field keeps every invocable definition alike)."""
     auth: tuple[str, ...] = ()
     """Required scopes: none for prompts (as in the reference framework)."""
+    visible_to: VisibilityRule = None
+    """Who sees and may get the prompt (``None``: every caller)."""
     direct: Callable[..., Any] | None = None
     """The function itself when it is a coroutine function (called without the thread hop)."""
 
@@ -80,6 +91,7 @@ def build_prompt(
     complete: Mapping[str, Callable[..., Any]] | None = None,
     icons: list[dict[str, Any]] | None = None,
     meta: Mapping[str, Any] | None = None,
+    visible_to: Visibility | None = None,
     localns: dict[str, Any] | None = None,
 ) -> PromptDefinition:
     prompt_name = check_name("prompt", name if name is not None else fn.__name__)
@@ -114,6 +126,7 @@ def build_prompt(
         complete=dict(complete or {}),
         icons=icons,
         meta=dict(meta) if meta else None,
+        visible_to=visibility_rule(owner, visible_to),
     )
 
 
@@ -128,6 +141,7 @@ def prompt(
     complete: Mapping[str, Callable[..., Any]] | None = None,
     icons: list[dict[str, Any]] | None = None,
     meta: Mapping[str, Any] | None = None,
+    visible_to: Visibility | None = None,
 ) -> Callable[[F], F]: ...
 def prompt(fn: Any = None, /, **options: Any) -> Any:
     """Declare a prompt. Its parameters are the prompt's arguments (strings on the wire);
@@ -136,6 +150,7 @@ def prompt(fn: Any = None, /, **options: Any) -> Any:
     Args:
         name, title, description: as for tools (a description or docstring is required).
         complete: ``{argument: fn(value, arguments) -> list[str]}`` for ``completion/complete``.
+        visible_to: who sees the prompt (scopes, or a function of the ``Context``), as for tools.
     """
     def decorate(f: Any) -> Any:
         if not callable(f):

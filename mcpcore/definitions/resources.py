@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from .. import _json
 from ..content import BlobResourceContents, Resource, TextResourceContents, to_wire
 from ..errors import ConfigurationError, ErrorContract, validate_contracts
-from .common import caller_locals, check_name, is_async, make_caller
+from .common import Visibility, VisibilityRule, caller_locals, check_name, is_async, make_caller, visibility_rule
 from .schema import ArgsPlan, args_plan
 from .uritemplate import UriTemplate
 
@@ -61,6 +61,8 @@ class ResourceDefinition:
     icons: list[dict[str, Any]] | None = None
     listed: bool = True
     """Shown in ``resources/list`` (``False``: readable by URI only, like a skill's support files)."""
+    visible_to: VisibilityRule = None
+    """Who sees and may read it (``None``: every caller)."""
     direct: Callable[..., Any] | None = None
     """The function itself when it is a coroutine function (called without the thread hop)."""
 
@@ -137,6 +139,7 @@ def build_resource(
     auth: Sequence[str] = (),
     meta: Mapping[str, Any] | None = None,
     icons: Sequence[Mapping[str, Any]] | None = None,
+    visible_to: Visibility | None = None,
     localns: dict[str, Any] | None = None,
 ) -> ResourceDefinition:
     """Build a :class:`ResourceDefinition`; raises :class:`ConfigurationError` on mistakes."""
@@ -195,6 +198,7 @@ def build_resource(
         auth=tuple(auth),
         meta=dict(meta) if meta else None,
         icons=_icons(owner, icons),
+        visible_to=visibility_rule(owner, visible_to),
     )
 
 
@@ -212,7 +216,7 @@ def resource(uri: str, **options: Any) -> Callable[[F], F]:
             offers in ``resources/list``.
         complete: ``{variable: fn(value, arguments) -> list[str]}`` for ``completion/complete``.
         cache_hint: ``CacheHint(ttl_ms, scope)`` for 2026-07-28 ``resources/read``.
-        errors, auth, meta: as for tools.
+        errors, auth, meta, visible_to: as for tools.
         icons: ``[{"src": "https://.../icon.png", "mimeType": "image/png", "sizes": ["48x48"]}]``
             shown by clients beside the resource (a template's concrete entries inherit them).
     """

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import inspect
-import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, get_args, get_origin
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from pydantic_core import SchemaValidator
 
 from ..errors import ConfigurationError
 from ..jsonschema import json_schema
+from .common import is_context_annotation, type_hints
+from .depends import Dependency, dependency_of, plan_dependency
 
 __all__ = ["ArgsPlan", "OutputPlan", "args_plan", "json_schema", "object_schema", "output_plan"]
 
@@ -27,26 +28,6 @@ def object_schema(model: type[BaseModel], *, strict: bool) -> dict[str, Any]:
     return schema
 
 
-def type_hints(fn: Callable[..., Any], localns: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Resolved annotations of ``fn``; names local to the defining scope resolve through ``localns``."""
-    try:
-        return typing.get_type_hints(fn, localns=localns, include_extras=True)
-    except Exception:  # unresolvable forward references: fall back to the raw annotations
-        return dict(getattr(fn, "__annotations__", {}))
-
-
-def is_context_annotation(ann: Any) -> bool:
-    from ..context import Context
-
-    if ann is inspect.Parameter.empty:
-        return False
-    if isinstance(ann, str):
-        return ann.split(".")[-1].split("[")[0] == "Context"
-    if get_origin(ann) is typing.Annotated:
-        ann = get_args(ann)[0]
-    return isinstance(ann, type) and issubclass(ann, Context)
-
-
 class InputValidator(Protocol):
     def validate_python(self, input: Any, /) -> Any: ...
 
@@ -57,6 +38,7 @@ class ArgsPlan:
 
     ``model_param`` names the single pydantic-model parameter (the model *is* the input);
     otherwise ``names`` lists the plain parameters filled from the synthesised model.
+    ``deps`` are the parameters filled by dependencies (``Depends``), never part of the input.
     """
 
     model: type[BaseModel]
@@ -66,6 +48,11 @@ class ArgsPlan:
     field_keys: frozenset[str]
     validator: InputValidator
     fields_only: bool = False
+    deps: tuple[tuple[str, Dependency], ...] = ()
+    plain_deps: tuple[tuple[str, Callable[..., Any], bool, str | None], ...] | None = None
+    """When every dependency is an async function or async generator taking at most the
+    ``Context``, each one once: ``(parameter, callable, is a generator, its Context parameter)``
+    for the invoke pipeline's short path; else ``None``."""
 
     def validate(self, args: Any) -> Any:
         """Validate the input (``ValidationError`` when it does not fit); pass the result to
@@ -100,6 +87,7 @@ def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_mode
     hints = type_hints(fn, localns)
     ctx_param: str | None = None
     params: list[inspect.Parameter] = []
+    deps: list[tuple[str, Dependency]] = []
     for p in sig.parameters.values():
         ann = hints.get(p.name, p.annotation)
         if is_context_annotation(ann):
@@ -107,18 +95,25 @@ def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_mode
                 raise ConfigurationError(f"{owner}: more than one Context parameter")
             ctx_param = p.name
             continue
+        marker = dependency_of(ann, p.default)
+        if marker is not None:
+            if p.kind is inspect.Parameter.POSITIONAL_ONLY:
+                raise ConfigurationError(f"{owner}: dependency parameter {p.name!r} is positional-only")
+            deps.append((p.name, plan_dependency(marker, ann, owner, p.name, localns)))
+            continue
         if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise ConfigurationError(f"{owner}: *args and **kwargs cannot be described to a client; "
                                      "declare each argument or take one pydantic model")
         if p.kind is inspect.Parameter.POSITIONAL_ONLY:
             raise ConfigurationError(f"{owner}: positional-only parameter {p.name!r} is not supported")
         params.append(p)
+    extra = _extras(deps)
     if allow_model and len(params) == 1:
         ann = hints.get(params[0].name, params[0].annotation)
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             model = ann
             keys = frozenset(_field_keys(model))
-            return ArgsPlan(model, params[0].name, (), ctx_param, keys, model.__pydantic_validator__)
+            return ArgsPlan(model, params[0].name, (), ctx_param, keys, model.__pydantic_validator__, **extra)
     fields: dict[str, Any] = {}
     for p in params:
         if p.name.startswith("_"):
@@ -135,7 +130,15 @@ def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_mode
         raise ConfigurationError(f"{owner}: cannot build an input schema from its parameters: {exc}") from exc
     fv = _fields_validator(model)
     return ArgsPlan(model, None, tuple(fields), ctx_param, frozenset(_field_keys(model)),
-                    fv if fv is not None else model.__pydantic_validator__, fv is not None)
+                    fv if fv is not None else model.__pydantic_validator__, fv is not None, **extra)
+
+
+def _extras(deps: list[tuple[str, Dependency]]) -> dict[str, Any]:
+    plain = all(d.kind in ("async", "asyncgen") and not d.subs for _, d in deps) and \
+        len({d.call for _, d in deps}) == len(deps)
+    return {"deps": tuple(deps),
+            "plain_deps": tuple((name, d.call, d.kind == "asyncgen", d.ctx_param) for name, d in deps)
+            if deps and plain else None}
 
 
 def _field_keys(model: type[BaseModel]) -> set[str]:

@@ -11,8 +11,18 @@ from pydantic import BaseModel
 
 from ..content import CONTENT_TYPES, ToolResult
 from ..errors import ConfigurationError, ErrorContract, validate_contracts
-from .common import caller_locals, check_name, description_of, is_async, make_caller
-from .schema import ArgsPlan, OutputPlan, args_plan, json_schema, object_schema, output_plan, type_hints
+from .common import (
+    Visibility,
+    VisibilityRule,
+    caller_locals,
+    check_name,
+    description_of,
+    is_async,
+    make_caller,
+    type_hints,
+    visibility_rule,
+)
+from .schema import ArgsPlan, OutputPlan, args_plan, json_schema, object_schema, output_plan
 
 if TYPE_CHECKING:
     from ..extensions.apps import App
@@ -89,6 +99,8 @@ class ToolDefinition:
     """The function itself when it is a coroutine function (called without the thread hop)."""
     app: App | None = None
     """The MCP App (HTML view) this tool opens, if any."""
+    visible_to: VisibilityRule = None
+    """Who sees and may call the tool (``None``: every caller)."""
     unwrapped: bool = field(init=False, default=False)
     """2026-07-28 carries a non-object result as is (any JSON ``structuredContent``)."""
 
@@ -174,6 +186,7 @@ def build_tool(
     header_params: Mapping[str, str] | None = None,
     input_schema: Mapping[str, Any] | None = None,
     app: App | None = None,
+    visible_to: Visibility | None = None,
     localns: dict[str, Any] | None = None,
 ) -> ToolDefinition:
     """Build a :class:`ToolDefinition` from ``fn``; raises :class:`ConfigurationError` on mistakes."""
@@ -237,6 +250,7 @@ def build_tool(
         header_params=hparams,
         direct=fn if is_async(fn) else None,
         app=app,
+        visible_to=visibility_rule(owner, visible_to),
     )
 
 
@@ -260,6 +274,7 @@ def tool(
     header_params: Mapping[str, str] | None = None,
     input_schema: Mapping[str, Any] | None = None,
     app: App | None = None,
+    visible_to: Visibility | None = None,
 ) -> Callable[[F], F]: ...
 def tool(fn: Any = None, /, **options: Any) -> Any:
     """Declare a tool. Works bare (``@tool``) or with options (``@tool(name=..., ...)``).
@@ -284,6 +299,9 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
             (for keywords pydantic cannot express); arguments are still validated by the signature.
         app: an :class:`~mcpcore.extensions.apps.App` (MCP Apps): the HTML view this tool opens,
             served as a ``ui://`` resource, with the text fallback for hosts without Apps.
+        visible_to: who sees the tool: scopes the caller must all hold, or a function of the
+            caller's ``Context`` returning ``bool``. Lists leave it out for anyone else, and a
+            call from them is refused as for an unknown tool.
     """
     def decorate(f: Any, localns: dict[str, Any] | None = None) -> Any:
         if not callable(f):

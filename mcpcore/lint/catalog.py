@@ -121,6 +121,13 @@ _CATALOG: tuple[Rule, ...] = (
     Rule("annotation-coherence", "warning",
          "Annotations do not contradict each other (readOnlyHint with destructiveHint true).",
          "drop destructiveHint from read-only tools, or drop readOnlyHint"),
+    # dependencies and visibility
+    Rule("dependency-in-schema", "error",
+         "A hand-written input_schema does not list a parameter a dependency or the Context fills.",
+         "remove the parameter from input_schema"),
+    Rule("visibility-covers-auth", "warning",
+         "A tool's visible_to scopes include its auth= scopes, so whoever sees it may call it.",
+         "add the auth= scopes to visible_to"),
     Rule("resource-name-not-uri", "warning",
          "A resource name is a readable identifier, not a URI or host.",
          "name it for what it is, e.g. name='status_page'"),

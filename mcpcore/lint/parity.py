@@ -34,7 +34,7 @@ import typing_extensions
 from pydantic import AnyUrl, BaseModel
 
 from ..content import to_wire
-from ..definitions.schema import type_hints
+from ..definitions.common import type_hints
 from ..definitions.tools import ToolDefinition
 from .base import Sink, Subject
 

@@ -14,6 +14,7 @@ from .base import Definition, Options, Portability, Sink, Subject
 from .catalog import RULES
 from .contracts import check_contracts, check_contracts_across
 from .definitions import check_annotations, check_prompt, check_resource, check_tool_fields
+from .dependencies import check_dependencies, check_visibility
 from .enrichment import check_capped_list, check_enrichment
 from .findings import Finding, LintReport
 from .parity import check_format_parity
@@ -90,6 +91,8 @@ def _check_one(subject: Subject, sink: Sink) -> None:
         check_capped_list(subject, d, sink)
         check_format_parity(subject, d, sink)
         check_annotations(subject, d, sink)
+        check_dependencies(subject, d, sink)
+        check_visibility(subject, d, sink)
     elif isinstance(d, ResourceDefinition):
         what = "resources/templates/list" if d.is_template else "resources/list"
         check_serializable(subject, d.template_listing() if d.is_template else d.listing(), what, sink)

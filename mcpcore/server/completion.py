@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import Inbound
 from ..errors import JsonRpcErrorCode, McpError
 from .results import classify_and_log
+from .visibility import may_see
 
 if TYPE_CHECKING:
     from .core import ServerCore
@@ -18,11 +19,11 @@ __all__ = ["complete"]
 _MAX_VALUES = 100
 
 
-def _completer(core: ServerCore, ref: dict[str, Any], argument: str) -> Callable[..., Any] | None:
+def _completer(core: ServerCore, ref: dict[str, Any], argument: str, req: Inbound) -> Callable[..., Any] | None:
     kind = ref.get("type")
     if kind == "ref/prompt":
         p = core.registry.prompts.get(ref.get("name"))  # type: ignore[arg-type]
-        if p is None:
+        if p is None or not may_see(core, p, req):
             raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown prompt: {ref.get('name')}")
         return p.complete.get(argument)
     if kind == "ref/resource":
@@ -34,7 +35,7 @@ def _completer(core: ServerCore, ref: dict[str, Any], argument: str) -> Callable
         if target is None and isinstance(uri, str):
             found = core.registry.find_resource(uri)
             target = found[0] if found else None
-        if target is None:
+        if target is None or not may_see(core, target, req):
             raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown resource: {uri}")
         return target.complete.get(argument)
     raise McpError(JsonRpcErrorCode.InvalidParams, 'ref.type must be "ref/prompt" or "ref/resource".')
@@ -52,7 +53,7 @@ async def complete(core: ServerCore, params: dict[str, Any], req: Inbound) -> di
     context = params.get("context") or {}
     context_args = context.get("arguments") if type(context) is dict else None
     context_args = context_args if type(context_args) is dict else {}
-    completer = _completer(core, ref, argument["name"])
+    completer = _completer(core, ref, argument["name"], req)
     values: list[str] = []
     if completer is not None:
         try:

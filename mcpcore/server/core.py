@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..auth.scopes import check_scopes
 from ..config import Settings
 from ..context import Inbound
+from ..definitions.depends import DependencyOverrides
 from ..errors import McpError
 from ..protocol.extensions import APP_MIME_TYPE, APPS
 from ..security.sealing import RequestStateSealer
@@ -31,8 +32,8 @@ __all__ = ["Handler", "ServerCore"]
 class ServerCore:
     """The parts of a server its method handlers share (one per app)."""
 
-    __slots__ = ("_caps", "closing", "extensions", "instructions", "notifier", "registry", "sealer",
-                 "server_info", "sessions", "settings", "telemetry")
+    __slots__ = ("_caps", "closing", "dependency_overrides", "extensions", "instructions", "notifier", "registry",
+                 "sealer", "server_info", "sessions", "settings", "telemetry")
 
     def __init__(self, *, registry: Registry, settings: Settings, notifier: Notifier,
                  server_info: dict[str, Any], instructions: str | None = None,
@@ -50,6 +51,8 @@ class ServerCore:
         self.extensions: dict[str, dict[str, Any]] = dict(extensions or {})
         """Extensions this server declares under ``capabilities.extensions`` (id -> settings)."""
         self._caps: tuple[int, dict[str, Any]] | None = None
+        self.dependency_overrides = DependencyOverrides()
+        """Dependencies replaced app-wide (``app.dependency_overrides``)."""
 
     def capabilities(self) -> dict[str, Any]:
         """Server capabilities that match what is registered."""

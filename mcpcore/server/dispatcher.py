@@ -8,28 +8,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import _json
 from ..config import Settings
 from ..context import ContextServices, Inbound
 from ..context.inputs import InputRequired
 from ..definitions.resources import CacheHint
 from ..errors import JsonRpcErrorCode, McpError, classify
+from ..middleware.base import Call, Middleware
 from ..protocol.jsonrpc import error_response, result_response
 from ..protocol.limits import check_params, clip
-from ..protocol.pagination import page
 from ..protocol.versions import META_SERVER_INFO, Era
 from ..security.sealing import RequestStateSealer
 from . import lifecycle
 from . import prompts as prompt_methods
 from . import resources as resource_methods
+from .chain import Layers, Step
 from .closing import Closing
 from .completion import complete
 from .core import Handler, ServerCore
+from .invoke import invoke
 from .listen import listen
+from .lists import LIST_METHODS, Lists
 from .notify import Notifier
 from .registry import Registry
+from .results import classify_and_log, tool_error_result
 from .tools import call_tool
 
 if TYPE_CHECKING:
@@ -42,6 +46,21 @@ log = logging.getLogger("mcpcore.server")
 
 CACHEABLE = ("server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
              "resources/read")
+
+
+_METHOD_CODE = frozenset({call_tool.__code__, invoke.__code__})
+
+
+def _raised_by_the_method(exc: BaseException) -> bool:
+    """Whether ``tools/call`` itself raised ``exc`` (an unknown tool, a missing scope, a protocol
+    error), not a middleware layer around it: its traceback passes through the method's frames.
+    Such a refusal keeps its JSON-RPC shape; a layer's own exception is the tool's error result."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code in _METHOD_CODE:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 class Dispatcher:
@@ -77,7 +96,11 @@ class Dispatcher:
         self.cache_hints = {m: CacheHint(0, "private") for m in CACHEABLE}
         self.cache_hints.update(cache_hints or {})
         self._server_meta = {META_SERVER_INFO: server_info}
-        self._list_cache: dict[tuple[Era, str, Any], bytes] = {}
+        self.lists = Lists(self.core, self._modern_result)
+        self.layers: Layers | None = None
+        """The app's middleware (``None``: none)."""
+        self._middleware: tuple[Middleware, ...] = ()
+        self._steps: dict[str, Step] | None = None
         self._served: dict[Era, dict[str, bool]] = {Era.LEGACY: {}, Era.MODERN: {}}
         registry.on_change(self._invalidate)
         self._legacy: dict[str, Handler] = {
@@ -93,7 +116,7 @@ class Dispatcher:
             "prompts/get": prompt_methods.get_prompt,
             "completion/complete": complete,
         }
-        self._lists = {"tools/list", "prompts/list", "resources/list", "resources/templates/list"}
+        self._lists = LIST_METHODS
         self._modern: dict[str, Handler] = {
             "server/discover": lifecycle.discover,
             "subscriptions/listen": listen,
@@ -152,13 +175,22 @@ class Dispatcher:
             self.cache_hints.setdefault(method, cache_hint)
         self.core.forget_capabilities()
         self._invalidate("methods")
+        if self._middleware:
+            self.use(self._middleware)
 
     def declare_extension(self, ext_id: str, settings: dict[str, Any]) -> None:
         """Add ``ext_id`` to the capabilities this server declares."""
         self.core.declare_extension(ext_id, settings)
 
+    def use(self, middleware: Sequence[Middleware]) -> None:
+        """Serve every method through ``middleware`` (the first outermost); ``[]`` for none."""
+        self._middleware = tuple(middleware)
+        methods = {*self._legacy, *self._common, *self._modern, *self._lists}
+        self.layers = Layers(middleware, self._innermost, methods) if middleware else None
+        self._steps = self.layers.steps if self.layers is not None else None
+
     def _invalidate(self, kind: str) -> None:
-        self._list_cache.clear()
+        self.lists.invalidate()
         self._served[Era.LEGACY].clear()
         self._served[Era.MODERN].clear()
 
@@ -195,10 +227,24 @@ class Dispatcher:
                 raise McpError(JsonRpcErrorCode.MethodNotFound, f"Method not found: {clip(method)}")
             if req.check_sizes:
                 check_params(method, params, req.progress_token)
-            if method in self._lists:
-                return await self._list(rid, method, params, req)
-            handler = self._common.get(method) or (self._legacy if req.era is Era.LEGACY else self._modern)[method]
-            result = await handler(self.core, params, req)
+            steps = self._steps
+            if steps is not None and (step := steps.get(method)) is not None:
+                call = Call(method, params, req)
+                try:
+                    result = await step(call)
+                except Exception as exc:  # a layer's own failure in tools/call is the tool's error result
+                    if method != "tools/call" or _raised_by_the_method(exc):
+                        raise
+                    result = tool_error_result(classify_and_log(exc, "middleware of tools/call", req.request_id),
+                                               (), req.request_id)
+                if type(result) is not dict:
+                    raise McpError(JsonRpcErrorCode.InternalError, f"A middleware layer answered {clip(method)} "
+                                   f"with {type(result).__name__}, not a result object.")
+            elif method in self._lists:
+                return await self.lists.answer(rid, method, params, req)
+            else:
+                handler = self._common.get(method) or (self._legacy if req.era is Era.LEGACY else self._modern)[method]
+                result = await handler(self.core, params, req)
             if req.era is Era.MODERN:
                 result = self._modern_result(method, result)
             return result_response(rid, result)
@@ -224,34 +270,42 @@ class Dispatcher:
             result["cacheScope"] = hint.scope
         return result
 
-    # -- lists ----------------------------------------------------------------------------------
+    # -- middleware ---------------------------------------------------------------------------
 
-    async def _list(self, rid: Any, method: str, params: dict[str, Any], req: Inbound) -> bytes:
-        cursor = params.get("cursor")
-        key = (req.era, method, cursor)
-        dynamic = method == "resources/list" and any(t.list_call for t in self.registry.templates)
-        cached = None if dynamic else self._list_cache.get(key)
-        if cached is None:
-            size = self.settings.list_page_size
-            r = self.registry
-            if method == "tools/list":
-                modern = req.era is Era.MODERN
-                items, nxt = page([t.to_wire(modern) for t in r.tools.values()], cursor, size)
-                result: dict[str, Any] = {"tools": list(items)}
-            elif method == "prompts/list":
-                items, nxt = page([p.to_wire() for p in r.prompts.values()], cursor, size)
-                result = {"prompts": list(items)}
-            elif method == "resources/templates/list":
-                items, nxt = page([t.template_listing() for t in r.templates], cursor, size)
-                result = {"resourceTemplates": list(items)}
-            else:
-                items, nxt = page(await resource_methods.all_resources(self.core, req), cursor, size)
-                result = {"resources": list(items)}
-            if nxt is not None:
-                result["nextCursor"] = nxt
-            if req.era is Era.MODERN:
-                result = self._modern_result(method, result)
-            cached = _json.dumps(result)
-            if not dynamic and len(self._list_cache) < 1024:
-                self._list_cache[key] = cached
-        return result_response(rid, cached)
+    def _innermost(self, method: str) -> Step:
+        """``method`` itself, as the innermost layer calls it (the method's own awaitable, no
+        frame in between)."""
+        if method in self._lists:
+            lists = self.lists
+            return lambda call: lists.fresh(method, call.params, call._req)
+        handler = self._common.get(method) or self._legacy.get(method) or self._modern[method]
+        core = self.core
+        return lambda call: handler(core, call.params, call._req)
+
+    @property
+    def hooks_notifications(self) -> bool:
+        """Whether a middleware layer hooks client notifications."""
+        return self.layers is not None and self.layers.hooks_notifications
+
+    async def notification(self, msg: dict[str, Any], req: Inbound,
+                           handling: Callable[[], Awaitable[None] | None]) -> None:
+        """A client notification through the layers' ``on_notification`` hooks, then the
+        transport's own ``handling``. A layer that raises ends it (notifications get no answer)."""
+        layers = self.layers
+        if layers is None or not layers.hooks_notifications:
+            done = handling()
+            if done is not None:
+                await done
+            return
+
+        async def inner(call: Call) -> None:
+            done = handling()
+            if done is not None:
+                await done
+
+        params = msg.get("params")
+        call = Call(msg["method"], params if type(params) is dict else {}, req)
+        try:
+            await layers.notification(inner)(call)
+        except Exception:
+            log.warning("a middleware layer failed on %s", clip(msg["method"]), exc_info=True)

@@ -10,6 +10,7 @@ decides how it reaches the client: an ``isError`` result (tools) or a JSON-RPC e
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -20,6 +21,7 @@ from ..context import Context, Inbound
 from ..context.inputs import InputRequired
 from ..definitions.schema import ArgsPlan
 from ..errors import ErrorContract, JsonRpcErrorCode, McpError
+from .dependencies import Resolution, close_all
 from .results import classify_and_log
 from .rounds import run_rounds, unseal
 
@@ -141,14 +143,18 @@ class Family(Generic[D]):
         raise NotImplementedError
 
 
-async def _attempt(family: Family[D], d: D, validated: Any, req: Inbound, target: str) -> dict[str, Any]:
-    """One call of the handler, with fresh arguments and context, its value shaped."""
+async def _attempt(family: Family[D], d: D, validated: Any, req: Inbound, target: str,
+                   resolved: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One call of the handler, with fresh arguments and context, its value shaped (the
+    dependencies' values, ``resolved``, stay those of the request)."""
     plan = d.args
     kwargs = plan.kwargs(validated)
     ctx: Context | None = None
     if plan.ctx_param is not None:
         ctx = family.context(d, req, family.operation(d, target), target)
         kwargs[plan.ctx_param] = ctx
+    if resolved:
+        kwargs.update(resolved)
     direct = d.direct
     value = await (direct(**kwargs) if direct is not None else d.call(kwargs))
     return family.shape(d, value, ctx, req, target)
@@ -175,11 +181,119 @@ async def _run(core: ServerCore, family: Family[D], d: D, validated: Any, req: I
         return _failure(family, d, exc, req, target)
 
 
+def _runner(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound,
+            target: str) -> Awaitable[dict[str, Any]]:
+    """The run of an invocation: :func:`_run`, or with dependencies the short path of
+    :func:`_run_plain` when it applies, else :func:`_run_with_dependencies`."""
+    plan = d.args
+    if not plan.deps:
+        return _run(core, family, d, validated, req, target)
+    plain = plan.plain_deps
+    if plain is not None and req.request_state is None and not core.dependency_overrides:
+        return _run_plain(core, family, d, validated, req, target, plain)
+    return _run_with_dependencies(core, family, d, validated, req, target)
+
+
+async def _run_with_dependencies(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound,
+                                 target: str) -> dict[str, Any]:
+    """:func:`_run` for a definition with dependencies: resolved once for the request, their
+    cleanup run after the last round with the handler's exception (or cancellation) thrown in."""
+    operation = family.operation(d, target)
+    if req.request_state is not None:
+        unseal(core, req, operation)
+    run = Resolution(functools.partial(family.context, d, req, operation, target), core.dependency_overrides)
+    try:
+        try:
+            resolved: dict[str, Any] = {}
+            for name, dep in d.args.deps:
+                resolved[name] = await run.solve(dep)
+            if req.request_state is None:
+                try:  # the common case: one round, inline
+                    result = await _attempt(family, d, validated, req, target, resolved)
+                except InputRequired as sig:
+                    result = await run_rounds(core, req, operation,
+                                              lambda: _attempt(family, d, validated, req, target, resolved), sig)
+            else:
+                result = await run_rounds(core, req, operation,
+                                          lambda: _attempt(family, d, validated, req, target, resolved))
+        except BaseException as exc:
+            if run.pending:
+                await run.close(exc)
+            raise
+        if run.pending:
+            await run.close()
+        return result
+    except Exception as exc:
+        return _failure(family, d, exc, req, target)
+
+
+def _more_rounds(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound, target: str,
+                 resolved: dict[str, Any], first: InputRequired) -> Awaitable[dict[str, Any]]:
+    """The input rounds after a first attempt that asked (kept apart so the common path holds no
+    closure)."""
+    return run_rounds(core, req, family.operation(d, target),
+                      lambda: _attempt(family, d, validated, req, target, resolved), first)
+
+
+async def _run_plain(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound, target: str,
+                     plain: tuple[tuple[str, Callable[..., Any], bool, str | None], ...]) -> dict[str, Any]:
+    """:func:`_run_with_dependencies` for async functions and async generators taking at most the
+    ``Context``, in the common first round: no resolution object, no frame per dependency."""
+    plan = d.args
+    resolved: dict[str, Any] = {}
+    gens: list[Any] = []
+    ctx: Context | None = None
+    try:
+        try:
+            for name, call, is_gen, ctx_param in plain:
+                if ctx_param is None:
+                    made = call()
+                else:
+                    if ctx is None:
+                        ctx = family.context(d, req, family.operation(d, target), target)
+                    made = call(**{ctx_param: ctx})
+                if is_gen:
+                    try:
+                        resolved[name] = await made.__anext__()
+                    except StopAsyncIteration:
+                        raise RuntimeError(f"dependency {getattr(call, '__qualname__', call)} did not yield") from None
+                    gens.append(made)
+                else:
+                    resolved[name] = await made
+            try:
+                if plan.ctx_param is None:
+                    kwargs = plan.kwargs(validated)
+                    kwargs.update(resolved)
+                    direct = d.direct
+                    value = await (direct(**kwargs) if direct is not None else d.call(kwargs))
+                    result = family.shape(d, value, None, req, target)
+                else:
+                    result = await _attempt(family, d, validated, req, target, resolved)
+            except InputRequired as sig:
+                result = await _more_rounds(core, family, d, validated, req, target, resolved, sig)
+        except BaseException as exc:
+            if gens:
+                await close_all(gens, exc)
+            raise
+        while gens:  # cleanup after success, inline while each generator simply ends
+            gen = gens.pop()
+            try:
+                await gen.__anext__()
+            except StopAsyncIteration:
+                continue
+            await gen.aclose()
+            await close_all(gens)
+            raise RuntimeError("a dependency yielded more than once")
+        return result
+    except Exception as exc:
+        return _failure(family, d, exc, req, target)
+
+
 async def _observed(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound,
                     target: str, tel: Telemetry) -> dict[str, Any]:
     with family.observe(tel, d, req, target) as report:
         try:
-            result = await _run(core, family, d, validated, req, target)
+            result = await _runner(core, family, d, validated, req, target)
         except BaseException:
             report(True)
             raise
@@ -211,6 +325,8 @@ async def invoke(core: ServerCore, family: Family[D], d: D, args: Any, req: Inbo
     tel = core.telemetry
     if tel is not None:
         return await _observed(core, family, d, validated, req, target, tel)
+    if plan.deps:
+        return await _runner(core, family, d, validated, req, target)
     if req.request_state is not None:
         return await _run(core, family, d, validated, req, target)
     try:

@@ -12,6 +12,7 @@ from ..protocol.limits import MAX_URI
 from ..protocol.versions import META_SUBSCRIPTION_ID
 from ..queues import BoundedQueue
 from .notify import notification_for, reaches
+from .visibility import ViewTracker
 
 if TYPE_CHECKING:
     from .core import ServerCore
@@ -65,9 +66,10 @@ async def listen(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict
     queue: BoundedQueue[BusEvent] = BoundedQueue(core.settings.stream_queue_max)
 
     tenant = req.tenant_id
+    view = ViewTracker(core, req)
 
     def on_event(event: BusEvent) -> None:
-        if _wanted(event, honored) and reaches(event, tenant):
+        if _wanted(event, honored) and reaches(event, tenant) and view.reaches(event):
             queue.put_nowait(event)
 
     unsubscribe = core.notifier.bus.subscribe(on_event)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from ..bus.base import BusEvent, NotificationBus
@@ -81,23 +82,33 @@ class Notifier:
             log.warning("could not publish a notification to the bus", exc_info=True)
 
 
+def _change(kind: str, names: Sequence[str] | None) -> BusEvent:
+    event: BusEvent = {"kind": kind, "origin": None}
+    if names is not None:
+        if isinstance(names, str):
+            raise TypeError("names is a list of names, not one string")
+        event["names"] = list(names)
+    return event
+
+
 class AppNotifier:
     """``app.notify``: publish changes from outside a request (background tasks, setup hooks)."""
 
     def __init__(self, notifier: Notifier) -> None:
         self._n = notifier
 
-    async def tools_changed(self) -> None:
-        """Every client that listens is told to re-list tools."""
-        await self._n.bus.publish({"kind": "tools", "origin": None})
+    async def tools_changed(self, names: Sequence[str] | None = None) -> None:
+        """Every client that listens is told to re-list tools; with ``names`` (the tools that
+        changed), only those whose view of one of them changed (see ``visible_to=``)."""
+        await self._n.bus.publish(_change("tools", names))
 
-    async def prompts_changed(self) -> None:
-        """Every client that listens is told to re-list prompts."""
-        await self._n.bus.publish({"kind": "prompts", "origin": None})
+    async def prompts_changed(self, names: Sequence[str] | None = None) -> None:
+        """Every client that listens is told to re-list prompts (``names`` as for tools)."""
+        await self._n.bus.publish(_change("prompts", names))
 
-    async def resources_changed(self) -> None:
-        """Every client that listens is told to re-list resources."""
-        await self._n.bus.publish({"kind": "resources", "origin": None})
+    async def resources_changed(self, uris: Sequence[str] | None = None) -> None:
+        """Every client that listens is told to re-list resources (``uris`` as tools' ``names``)."""
+        await self._n.bus.publish(_change("resources", uris))
 
     async def resource_updated(self, uri: str) -> None:
         """Clients subscribed to ``uri`` are told it changed."""

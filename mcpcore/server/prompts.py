@@ -10,6 +10,7 @@ from ..context import Context, Inbound
 from ..definitions.prompts import PromptDefinition
 from ..errors import JsonRpcErrorCode, McpError
 from .invoke import Family, invoke, span
+from .visibility import may_see
 
 if TYPE_CHECKING:
     from ..telemetry import Telemetry
@@ -47,6 +48,6 @@ def get_prompt(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaita
     if type(name) is not str:
         raise McpError(JsonRpcErrorCode.InvalidParams, 'prompts/get needs a string "name".')
     p = core.registry.prompts.get(name)
-    if p is None:
+    if p is None or (p.visible_to is not None and not may_see(core, p, req)):
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown prompt: {name}", {"reason": "unknown_prompt"})
     return invoke(core, PROMPTS, p, params.get("arguments"), req, name)

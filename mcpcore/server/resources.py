@@ -12,6 +12,7 @@ from ..definitions.resources import ResourceDefinition, resource_entries
 from ..errors import JsonRpcErrorCode, McpError, resource_not_found, with_recovery
 from ..protocol.versions import Era
 from .invoke import Family, invoke, span
+from .visibility import may_see
 
 if TYPE_CHECKING:
     from ..telemetry import Telemetry
@@ -66,9 +67,10 @@ RESOURCES = ResourceFamily()
 
 async def all_resources(core: ServerCore, req: Inbound) -> list[dict[str, Any]]:
     """Every listed resource: the fixed ones and what the templates' list callbacks return."""
-    items = [r.listing() for r in core.registry.resources.values() if r.listed]
+    items = [r.listing() for r in core.registry.resources.values()
+             if r.listed and (r.visible_to is None or may_see(core, r, req))]
     for t in core.registry.templates:
-        if t.list_call is not None:
+        if t.list_call is not None and (t.visible_to is None or may_see(core, t, req)):
             kwargs: dict[str, Any] = {}
             if t.list_ctx_param:
                 kwargs[t.list_ctx_param] = Context(req, operation=f"resource_list:{t.uri}")
@@ -83,7 +85,7 @@ def read_resource(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awa
     """``resources/read``: the contents at ``params.uri``."""
     uri = _uri(params)
     found = core.registry.find_resource(uri)
-    if found is None:
+    if found is None or (found[0].visible_to is not None and not may_see(core, found[0], req)):
         raise resource_not_found(uri, modern=req.era is Era.MODERN)
     res, variables = found
     return invoke(core, RESOURCES, res, variables, req, uri)

@@ -13,6 +13,7 @@ from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.versions import Era
 from .invoke import Family, invoke
 from .results import tool_error_result, tool_success_result
+from .visibility import may_see
 
 if TYPE_CHECKING:
     from ..telemetry import Telemetry
@@ -51,6 +52,6 @@ def call_tool(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaitab
     if type(name) is not str:
         raise McpError(JsonRpcErrorCode.InvalidParams, 'tools/call needs a string "name".')
     tool = core.registry.tools.get(name)
-    if tool is None:
+    if tool is None or (tool.visible_to is not None and not may_see(core, tool, req)):
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown tool: {name}", {"reason": "unknown_tool"})
     return invoke(core, TOOLS, tool, params.get("arguments"), req, name)

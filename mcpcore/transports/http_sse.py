@@ -125,7 +125,8 @@ class HttpSseTransport:
             return
         cid = secrets.token_hex(16)
         channel = _QueueChannel()
-        pump = MessagePump(self.rt, channel, origin=f"sse:{cid}", auth=auth, tenant_id=tenant_of(self.rt, auth))
+        pump = MessagePump(self.rt, channel, origin=f"sse:{cid}", auth=auth, tenant_id=tenant_of(self.rt, auth),
+                           asgi_scope=scope)
         self.connections[cid] = _Connection(pump, channel, identity)
         if identity is not None:
             self._per_identity[identity] = self._per_identity.get(identity, 0) + 1

@@ -27,7 +27,7 @@ from ..protocol.versions import (
 )
 from ..sessions.base import SessionRecord
 
-__all__ = ["Refused", "modern_inbound", "session_inbound"]
+__all__ = ["Refused", "modern_inbound", "notification_inbound", "session_inbound"]
 
 DEFAULT_LEGACY_VERSION = "2025-03-26"
 """The revision of a sessionless 2025-era request that names none."""
@@ -131,3 +131,12 @@ def session_inbound(msg: dict[str, Any], services: ContextServices, auth: AuthIn
         if "inputResponses" in params or "requestState" in params:
             _shared(req, params)
     return req
+
+
+def notification_inbound(msg: dict[str, Any], services: ContextServices, auth: AuthInfo | None,
+                         tenant_id: str | None, record: SessionRecord | None, transport: str = "http") -> Inbound:
+    """The Inbound of a client notification (what the middleware's ``on_notification`` sees):
+    as a request of its session, without an id."""
+    return session_inbound({"method": msg["method"], "id": None, "params": msg.get("params")}, services, auth,
+                           tenant_id, record, session_id=record.id if record is not None else None,
+                           transport=transport)

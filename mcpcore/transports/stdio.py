@@ -13,19 +13,22 @@ import contextlib
 import logging
 import os
 import sys
+from collections.abc import Coroutine
 from typing import Any, Protocol
 
 from .. import _json
+from ..asgi_types import Scope
 from ..context import AuthInfo, Inbound
 from ..errors import JsonRpcErrorCode, McpError, error_object
 from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, too_deep
-from ..protocol.versions import META_PROTOCOL_VERSION, supports_batches
+from ..protocol.versions import META_PROTOCOL_VERSION, Era, supports_batches
 from ..runtime import Runtime
 from ..server.notify import notification_for, reaches
+from ..server.visibility import ViewTracker
 from ..sessions.base import SessionRecord
 from .authn import identity_of
 from .inflight import ask_client, deliver, run_tracked
-from .intake import Refused, modern_inbound, session_inbound
+from .intake import Refused, modern_inbound, notification_inbound, session_inbound
 from .live import Live
 
 __all__ = ["MessagePump", "StdioTransport"]
@@ -111,13 +114,15 @@ class MessagePump:
     (:mod:`.inflight`), as over HTTP; what is left here is the connection's framing."""
 
     def __init__(self, rt: Runtime, writer: Channel, origin: str = "stdio", *, auth: AuthInfo | None = None,
-                 tenant_id: str | None = "default") -> None:
+                 tenant_id: str | None = "default", asgi_scope: Scope | None = None) -> None:
         self.rt = rt
+        self.asgi_scope = asgi_scope
         self.writer = writer
         self.origin = origin
         self.auth = auth
         self.tenant_id = tenant_id
         self.session: SessionRecord | None = None
+        self._view: ViewTracker | None = None
         self.live = Live(origin)
         self._tasks: set[asyncio.Task[None]] = set()
         self._unsubscribe = rt.bus.subscribe(self._on_event)
@@ -135,6 +140,11 @@ class MessagePump:
 
     def _on_event(self, event: dict[str, Any]) -> None:
         if self.session is None or event.get("origin") == self.session.id:
+            return
+        if self._view is None:
+            self._view = ViewTracker(self.rt.dispatcher.core, Inbound(
+                "stdio", None, Era.LEGACY, self.rt.services, self.auth, self.tenant_id))
+        if not self._view.reaches(event):
             return
         if event.get("kind") == "resource" and (event.get("uri") not in self.session.subscriptions
                                                 or not reaches(event, self.tenant_id)):
@@ -176,11 +186,25 @@ class MessagePump:
                 self._send_error(exc.request_id, exc.code, exc.message)
                 continue
             if kind == "request":
-                task = asyncio.get_running_loop().create_task(self._request(m))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._spawn(self._request(m))
+            elif kind == "notification" and self.rt.dispatcher.hooks_notifications:
+                self._spawn(self._notified(m))
             else:  # a notification (only notifications/cancelled matters here) or the client's answer
                 deliver(self.live, m)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _notified(self, msg: dict[str, Any]) -> None:
+        req = notification_inbound(msg, self.rt.services, self.auth, self.tenant_id, self.session, self.origin)
+        req.asgi_scope = self.asgi_scope
+
+        def handling() -> None:
+            deliver(self.live, msg)
+
+        await self.rt.dispatcher.notification(msg, req, handling)
 
     async def _request(self, msg: dict[str, Any]) -> None:
         params = msg.get("params") or {}
@@ -198,6 +222,7 @@ class MessagePump:
             req = session_inbound(msg, services, self.auth, self.tenant_id, self.session, transport=self.origin)
             req.session = self.session
         req.outbound = _Out(self)
+        req.asgi_scope = self.asgi_scope
         req.check_sizes = True
         body = await run_tracked(self.rt.dispatcher.handle(msg, req), req, self.live)
         if body is not None:  # a cancelled request is not answered

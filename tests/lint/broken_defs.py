@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, HttpUrl
 
-from mcpcore import ErrorContract, JsonRpcErrorCode, McpApp, Settings, TextContent, prompt, resource, tool
+from mcpcore import Depends, ErrorContract, JsonRpcErrorCode, McpApp, Settings, TextContent, prompt, resource, tool
 from mcpcore.definitions.tools import ToolDefinition, build_tool
 from mcpcore.extensions import App
 from mcpcore.lint import lint_ignore
@@ -241,6 +241,26 @@ class Tree(BaseModel):
 def deep_tree() -> Tree:  # format-parity-depth-limit
     """Return a very deeply nested mapping."""
     return Tree(tree={})
+
+
+# -- dependencies and visibility -------------------------------------------------------------------
+
+def open_ledger() -> str:
+    return "ledger"
+
+
+@tool(input_schema={"type": "object", "properties": {
+    "account": {"type": "string", "description": "The account to sum"},
+    "ledger": {"type": "string", "description": "The ledger connection"}}, "required": ["account"]})
+def sum_account(account: str, ledger: Annotated[str, Depends(open_ledger)]) -> int:  # dependency-in-schema
+    """Sum every entry of one account in the ledger."""
+    return len(account)
+
+
+@tool(auth=["reports:write"], visible_to=["reports:read"])
+def rebuild_reports() -> str:  # visibility-covers-auth
+    """Rebuild every monthly report from the ledger."""
+    return "rebuilt"
 
 
 # -- annotations, resources, prompts, suppressions --------------------------------------------------

@@ -47,6 +47,8 @@ EXPECTED = {
     "format-parity-threw": "tool:first_two_names",
     "format-parity-depth-limit": "tool:deep_tree",
     "annotation-coherence": "tool:purge_cache",
+    "dependency-in-schema": "tool:sum_account",
+    "visibility-covers-auth": "tool:rebuild_reports",
     "resource-name-not-uri": "resource:status.example.com",
     "resource-mime-type": "resource:notes_readme",
     "resource-template-list": "resource:note",
@@ -131,7 +133,7 @@ def test_report_shapes() -> None:
     assert data["counts"] == {"error": len(report.errors), "warning": len(report.warnings), "suppressed": 0}
     assert data["findings"][0].keys() == {"rule", "severity", "kind", "name", "message", "fix"}
     assert report.text().count("\n") == len(report.findings) - 1
-    assert "10 error(s), 23 warning(s) in 35 definition(s)" in report.summary()
+    assert "11 error(s), 24 warning(s) in 37 definition(s)" in report.summary()
 
 
 def test_lint_app_accepts_a_registry_and_refuses_other_things() -> None:

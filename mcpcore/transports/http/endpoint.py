@@ -51,6 +51,7 @@ class HttpTransport:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = RequestHeaders(scope["headers"])
+        headers.scope = scope
         reason = self.guard.check(scope, headers.get(b"host"), headers.get(b"origin"))
         if reason is not None:
             log.warning("refused request: %s", reason)

@@ -46,6 +46,7 @@ class ModernPost:
             await json_response(send, 400, error_response(rid, exc.to_wire(req.request_id)))
             return
         assert isinstance(req, Inbound)
+        req.asgi_scope = headers.scope
         if headers.long_body:
             req.check_sizes = True
         if b"traceparent" in headers:

@@ -22,7 +22,7 @@ from ...sessions.base import SessionRecord, is_session_id, new_session_id
 from ..authn import identity_of, tenant_of
 from ..exchange import HttpExchange, StreamSink, json_response
 from ..inflight import ask_client, deliver, tracked_rest
-from ..intake import session_inbound
+from ..intake import notification_inbound, session_inbound
 from ..live import LiveSessions
 from .wire import (
     SUPPORTED_VERSION_BYTES,
@@ -107,6 +107,7 @@ class SessionPost:
             req = session_inbound(msg, self.rt.services, auth, tenant, None,
                                   version=(headers.text(b"mcp-protocol-version") or "").strip() or None,
                                   session_id=self._stateless_id())
+        req.asgi_scope = headers.scope
         if headers.long_body:
             req.check_sizes = True
         if b"traceparent" in headers:
@@ -137,7 +138,7 @@ class SessionPost:
         if record is NO_SESSION:
             return
         if kind == "notification":
-            self._notification(msg, record)
+            await self._notified(msg, headers, record)
             await accepted(send)
         elif kind == "response":
             self._client_response(msg, record)
@@ -155,6 +156,7 @@ class SessionPost:
             if self.mode != "stateless" else None
         req = session_inbound(msg, self.rt.services, headers.auth, tenant_of(self.rt, headers.auth), None)
         req.session = record
+        req.asgi_scope = headers.scope
         body = await self.dispatcher.handle(msg, req)
         extra: list[tuple[bytes, bytes]] = []
         if record is not None and req.error_code is None:
@@ -208,6 +210,17 @@ class SessionPost:
             return error_response(msg["id"], error_object(JsonRpcErrorCode.RequestCancelled, "Request cancelled.",
                                                           {"requestId": req.request_id}))
         return body
+
+    async def _notified(self, msg: dict[str, Any], headers: RequestHeaders, record: SessionRecord | None) -> None:
+        """A client notification, through the middleware's hooks when a layer has one."""
+        if not self.dispatcher.hooks_notifications:
+            self._notification(msg, record)
+            return
+        auth = headers.auth
+        req = notification_inbound(msg, self.rt.services, auth, auth.tenant_id if auth is not None else
+                                   self.anonymous_tenant, record)
+        req.asgi_scope = headers.scope
+        await self.dispatcher.notification(msg, req, lambda: self._notification(msg, record))
 
     def _notification(self, msg: dict[str, Any], record: SessionRecord | None) -> None:
         if msg["method"] == "notifications/cancelled" and record is not None and not deliver_route(
@@ -280,7 +293,7 @@ class SessionPost:
                 ids.add(m["id"])
                 requests.append(m)
             elif kind == "notification":
-                self._notification(m, record)
+                await self._notified(m, headers, record)
             else:
                 self._client_response(m, record)
         if not requests and not errors:

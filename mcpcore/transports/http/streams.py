@@ -9,10 +9,13 @@ from typing import Any
 
 from ... import _json
 from ...asgi_types import Receive, Send
+from ...context import Inbound
 from ...errors import JsonRpcErrorCode, McpError
 from ...protocol.jsonrpc import error_response
+from ...protocol.versions import Era
 from ...queues import BoundedQueue
 from ...server.notify import notification_for, reaches
+from ...server.visibility import ViewTracker
 from ...sessions.base import SessionRecord
 from ...sessions.events import PRIME, split_event_id
 from ..authn import tenant_of
@@ -91,7 +94,9 @@ class Streams:
                 assert parsed is not None
                 await self._resume(receive, send, record, parsed[0], parsed[1])
             else:
-                await self._standalone(receive, send, record, live, parsed[1] if parsed is not None else None)
+                viewer = Inbound("GET", None, Era.LEGACY, self.rt.services, headers.auth,
+                                 headers.auth.tenant_id if headers.auth is not None else tenant_of(self.rt, None))
+                await self._standalone(receive, send, record, live, viewer, parsed[1] if parsed is not None else None)
         finally:
             if slots is not None and token is not None:
                 try:
@@ -127,16 +132,18 @@ class Streams:
             await events.aclose()
             await writer.close()
 
-    async def _standalone(self, receive: Receive, send: Send, record: SessionRecord, live: Live,
+    async def _standalone(self, receive: Receive, send: Send, record: SessionRecord, live: Live, viewer: Inbound,
                           after: str | None = None) -> None:
         """The session's GET stream: notifications from the bus until the client or the
-        session goes (or the client reads too slowly: its queue is bounded)."""
+        session goes (or the client reads too slowly: its queue is bounded); list changes only
+        when the caller's view changed (``viewer``: the caller, as the stream's request)."""
         queue: BoundedQueue[bytes | dict[str, Any]] = BoundedQueue(self.ctx.queue_max)
         shared = self.rt.shared
         tenant = record.identity[0] if record.identity is not None else tenant_of(self.rt, None)
+        view = ViewTracker(self.ctx.dispatcher.core, viewer)
 
         def on_event(ev: dict[str, Any]) -> None:
-            if ev.get("origin") == record.id:
+            if ev.get("origin") == record.id or not view.reaches(ev):
                 return
             if ev.get("kind") == "resource":
                 if not reaches(ev, tenant):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...asgi_types import Message, Receive, Send
+from ...asgi_types import Message, Receive, Scope, Send
 from ...auth import AuthError
 from ...context import AuthInfo, Inbound
 from ...errors import JsonRpcErrorCode, error_object
@@ -32,6 +32,10 @@ class RequestHeaders(dict[bytes, bytes]):
     Kept as bytes because decoding every header of every request costs more than the rest of
     the request's header handling together."""
 
+    __slots__ = ("__dict__", "scope")  # the scope in a slot: no instance dict for every request
+
+    scope: Scope
+    """The request's ASGI scope (what ``ctx.http`` shows), set at the door."""
     auth: AuthInfo | None = None
     long_body = False
     """Whether the body is long enough to hold a string past the bounds of

@@ -1,0 +1,70 @@
+"""The user's middleware layers put together: one chain per method, built once per app.
+
+A method's chain holds, layer by layer (the first layer outermost), the layer's general hook and
+then its method hook, each only when the layer's class overrides it. A method no layer hooks
+has no chain at all, so it is served exactly as without middleware.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+from ..middleware.base import HOOKS, Call, CallNext, Middleware, overridden
+
+__all__ = ["Layers", "Step"]
+
+Step = Callable[[Call], Awaitable[Any]]
+
+
+class _Link:
+    """One hook bound to the rest of its chain (what the hook receives as ``call_next``)."""
+
+    __slots__ = ("hook", "rest")
+
+    def __init__(self, hook: Callable[[Call, CallNext], Awaitable[Any]], rest: Step) -> None:
+        self.hook = hook
+        self.rest = rest
+
+    def __call__(self, call: Call) -> Awaitable[Any]:
+        return self.hook(call, self.rest)
+
+
+def _link(hooks: Sequence[Callable[[Call, CallNext], Awaitable[Any]]], inner: Step) -> Step:
+    step = inner
+    for hook in reversed(hooks):
+        step = _Link(hook, step)
+    return step
+
+
+class Layers:
+    """The app's middleware (``McpApp(middleware=[...])``) around each of ``methods``
+    (``inner(method)``: the method itself, as the innermost layer calls it)."""
+
+    def __init__(self, layers: Sequence[Middleware], inner: Callable[[str], Step], methods: Iterable[str]) -> None:
+        for layer in layers:
+            if not isinstance(layer, Middleware):
+                raise TypeError(f"middleware= takes mcpcore.Middleware instances, got {layer!r}")
+        self.layers = tuple(layers)
+        self.steps: dict[str, Step] = {}
+        """The chain of every method some layer hooks."""
+        for method in methods:
+            hooks = [hook for layer in self.layers for name in ("on_request", HOOKS.get(method))
+                     if name is not None and (hook := overridden(layer, name)) is not None]
+            if hooks:
+                self.steps[method] = _link(hooks, inner(method))
+        self._notification_hooks = [h for layer in self.layers
+                                    if (h := overridden(layer, "on_notification")) is not None]
+
+    def request(self, method: str) -> Step | None:
+        """The chain of ``method`` (``None`` when no layer hooks it)."""
+        return self.steps.get(method)
+
+    @property
+    def hooks_notifications(self) -> bool:
+        """Whether a layer hooks client notifications."""
+        return bool(self._notification_hooks)
+
+    def notification(self, handling: Step) -> Step:
+        """The chain of a client notification around the transport's own ``handling``."""
+        return _link(self._notification_hooks, handling)

@@ -1,0 +1,95 @@
+"""Caller-shaped listings: which definitions a caller sees (``visible_to=``).
+
+A definition that declares scopes is seen by callers holding all of them (while auth is on and
+scope checks are not disabled, as for ``auth=``); one that declares a predicate is seen when the
+predicate, given a ``Context`` of the request, returns true (a predicate that raises hides it).
+What a caller cannot see it cannot call: the families refuse it as unknown.
+
+The lists are cached per *view*: the names of the gated definitions a caller sees. Callers with
+the same view share the same cached bytes; definitions without ``visible_to`` cost nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..auth.scopes import has_scopes
+from ..context import Context, Inbound
+from ..definitions.common import VisibilityRule
+
+if TYPE_CHECKING:
+    from .core import ServerCore
+
+__all__ = ["Gated", "ViewTracker", "may_see", "view_of", "visible_names"]
+
+log = logging.getLogger("mcpcore.server")
+
+
+class Gated(Protocol):
+    """A definition that may declare who sees it."""
+
+    @property
+    def visible_to(self) -> VisibilityRule: ...
+
+
+def may_see(core: ServerCore, d: Gated, req: Inbound) -> bool:
+    """Whether the caller of ``req`` sees (and may call) ``d``."""
+    rule = d.visible_to
+    if rule is None:
+        return True
+    if type(rule) is tuple:
+        s = core.settings
+        if s.auth_mode == "none" or s.auth_disable_scope_checks:
+            return True
+        auth = req.auth
+        return auth is not None and has_scopes(auth.scopes, rule)
+    try:
+        return bool(rule(Context(req, operation="visibility")))  # type: ignore[operator]
+    except Exception:
+        log.warning("a visible_to predicate failed; the definition stays hidden from this caller", exc_info=True,
+                    extra={"fields": {"requestId": req.request_id}})
+        return False
+
+
+def view_of(core: ServerCore, gated: list[tuple[str, Any]], req: Inbound) -> tuple[str, ...]:
+    """The view of ``req``'s caller over ``gated`` (``(name, definition)`` pairs): the names it sees."""
+    return tuple(name for name, d in gated if may_see(core, d, req))
+
+
+_KINDS = ("tools", "prompts", "resources")
+
+
+def visible_names(core: ServerCore, kind: str, viewer: Inbound) -> frozenset[str]:
+    """Every name (URI for resources and templates) of ``kind`` the caller of ``viewer`` sees."""
+    r = core.registry
+    if kind == "tools":
+        return frozenset(n for n, d in r.tools.items() if may_see(core, d, viewer))
+    if kind == "prompts":
+        return frozenset(n for n, d in r.prompts.items() if may_see(core, d, viewer))
+    return frozenset(d.uri for d in (*r.resources.values(), *r.templates) if may_see(core, d, viewer))
+
+
+class ViewTracker:
+    """What one receiver of list changes (a GET stream, a listen stream, a stdio connection) saw
+    last, so a change naming definitions (``notify_tool_list_changed(names=[...])``) reaches it
+    only when its view changed: it sees one of them now, or saw it before."""
+
+    def __init__(self, core: ServerCore, viewer: Inbound) -> None:
+        self.core = core
+        self.viewer = viewer
+        self._seen = {kind: visible_names(core, kind, viewer) for kind in _KINDS}
+
+    def reaches(self, event: dict[str, Any]) -> bool:
+        """Whether a bus event is for this receiver's view (events of other kinds always are)."""
+        kind = event.get("kind")
+        if kind not in _KINDS:
+            return True
+        names = event.get("names")
+        assert isinstance(kind, str)
+        now = visible_names(self.core, kind, self.viewer)
+        before = self._seen[kind]
+        self._seen[kind] = now
+        if not isinstance(names, list) or not names:
+            return True
+        return any(n in now or n in before for n in names)
