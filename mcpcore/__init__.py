@@ -23,7 +23,7 @@ from .content import (
 from .context import AuthInfo, Context, RequestContext, create_request_context, with_extra
 from .context.builders import input_required
 from .context.inputs import ElicitView, InputRequired, InputRequiredSpec, MissingView, RootsView, SamplingView
-from .definitions import CacheHint, prompt, resource, tool
+from .definitions import CacheHint, TaskSupport, prompt, resource, tool
 from .errors import ConfigurationError, ErrorContract, JsonRpcErrorCode, McpError
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "SamplingView",
     "SessionMode",
     "Settings",
+    "TaskSupport",
     "TextContent",
     "TextResourceContents",
     "ToolResult",

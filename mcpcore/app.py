@@ -25,6 +25,7 @@ from .serving import connection_close, serve
 from .side_routes import SideRoutes
 from .storage.base import StorageProvider
 from .storage.service import CursorSigner, StateService
+from .tasks import serve_tasks
 from .transports.http import HttpTransport, deliver_route
 from .transports.http_sse import HttpSseTransport
 from .transports.live import LiveSessions
@@ -136,6 +137,7 @@ class McpApp:
         if skills is not None:
             from .extensions.skills import serve_skills
             self.skills = serve_skills(self, skills)
+        self.tasks = serve_tasks(self, self.stores.tasks)
         self.dispatcher.telemetry = self.telemetry
         self._side = SideRoutes(self)
         self._http: HttpTransport | None = None
@@ -223,6 +225,8 @@ class McpApp:
                 await self.authenticator.start()
                 exit_stack.push_async_callback(self.authenticator.close)
             await self.stores.open(exit_stack, self._on_route)
+            await self.tasks.start()
+            exit_stack.push_async_callback(self.tasks.close)
             self.dispatcher.closing.reset()
             sweeper = asyncio.get_running_loop().create_task(self._sweep())
             exit_stack.callback(sweeper.cancel)

@@ -25,6 +25,8 @@ from .sessions.memory import MemorySessionStore
 from .sessions.streams import MemoryStreamSlots, StreamSlots
 from .storage.base import StorageProvider
 from .storage.memory import MemoryStorage
+from .tasks.base import TaskStore
+from .tasks.memory import MemoryTaskStore
 from .transports.live import LiveSessions
 
 if TYPE_CHECKING:
@@ -37,7 +39,7 @@ log = logging.getLogger("mcpcore.app")
 
 
 class Stores:
-    """Sessions, the resumable event buffer, the bus and the stream slots of one app.
+    """Sessions, the resumable event buffer, the bus, the stream slots and the tasks of one app.
 
     ``shared`` says whether they live in Redis (every instance sees every session) or in this
     process. ``on_session_gone`` ends what this process holds for a session deleted or evicted
@@ -52,6 +54,7 @@ class Stores:
         self.sessions: SessionStore
         self.events: EventBuffer | None
         self.stream_slots: StreamSlots
+        self.tasks: TaskStore
         self._memory_events: MemoryEventBuffer | None = None
         self._memory_sessions: MemorySessionStore | None = None
         self._redis_sessions: RedisSessionStore | None = None
@@ -72,6 +75,9 @@ class Stores:
                 if s.resumability else None
             self.stream_slots = RedisStreamSlots(self.redis, s.max_streams_per_session,
                                                  lease_ms=int(3000 * max(10.0, sweep_period)))
+            from .tasks.redis import RedisTaskStore
+
+            self.tasks = RedisTaskStore(self.redis)
         else:
             self.bus = LocalBus()
             self._memory_sessions = self.sessions = MemorySessionStore(
@@ -81,6 +87,7 @@ class Stores:
                 s.resumability_max_events, s.resumability_ttl_ms, max_bytes=s.resumability_max_bytes,
                 max_total_bytes=s.resumability_max_total_bytes) if s.resumability else None
             self.stream_slots = MemoryStreamSlots(s.max_streams_per_session)
+            self.tasks = MemoryTaskStore()
         self.sessions.on_evict = self.on_session_gone
 
     def on_session_gone(self, session_id: str) -> None:
@@ -118,10 +125,11 @@ class Stores:
             stack.callback(self._redis_sessions.attach(self._redis_bus))
 
     async def sweep(self) -> None:
-        """Periodic upkeep: renew stream leases, drop expired sessions, slide the expiry of the
-        sessions this instance is serving (ending those that vanished unannounced)."""
+        """Periodic upkeep: renew stream leases, drop expired sessions (and tasks, in memory), slide
+        the expiry of the sessions this instance is serving (ending those that vanished unannounced)."""
         await self.stream_slots.renew()
         await self.sessions.sweep()
+        await self.tasks.sweep()
         if self._memory_events is not None:
             self._memory_events.sweep()
         if self._redis_sessions is not None:

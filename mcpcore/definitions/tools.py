@@ -13,6 +13,7 @@ from ..content import CONTENT_TYPES, ToolResult
 from ..errors import ConfigurationError, ErrorContract, validate_contracts
 from .common import caller_locals, check_name, description_of, is_async, make_caller
 from .schema import ArgsPlan, OutputPlan, args_plan, json_schema, object_schema, output_plan, type_hints
+from .tasks import TaskSupport, task_support
 
 if TYPE_CHECKING:
     from ..extensions.apps import App
@@ -89,6 +90,8 @@ class ToolDefinition:
     """The function itself when it is a coroutine function (called without the thread hop)."""
     app: App | None = None
     """The MCP App (HTML view) this tool opens, if any."""
+    task: TaskSupport | None = None
+    """How the tool runs as a task (``None``: it never does)."""
 
     @property
     def unwrapped(self) -> bool:
@@ -111,6 +114,8 @@ class ToolDefinition:
             out["icons"] = self.icons
         if self.meta:
             out["_meta"] = self.meta
+        if self.task is not None and not modern:  # 2026-07-28: the server alone decides
+            out["execution"] = {"taskSupport": self.task.mode}
         return out
 
 
@@ -174,6 +179,7 @@ def build_tool(
     header_params: Mapping[str, str] | None = None,
     input_schema: Mapping[str, Any] | None = None,
     app: App | None = None,
+    task: TaskSupport | str | None = None,
     localns: dict[str, Any] | None = None,
 ) -> ToolDefinition:
     """Build a :class:`ToolDefinition` from ``fn``; raises :class:`ConfigurationError` on mistakes."""
@@ -237,6 +243,7 @@ def build_tool(
         header_params=hparams,
         direct=fn if is_async(fn) else None,
         app=app,
+        task=task_support(owner, task),
     )
 
 
@@ -260,6 +267,7 @@ def tool(
     header_params: Mapping[str, str] | None = None,
     input_schema: Mapping[str, Any] | None = None,
     app: App | None = None,
+    task: TaskSupport | str | None = None,
 ) -> Callable[[F], F]: ...
 def tool(fn: Any = None, /, **options: Any) -> Any:
     """Declare a tool. Works bare (``@tool``) or with options (``@tool(name=..., ...)``).
@@ -284,6 +292,9 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
             (for keywords pydantic cannot express); arguments are still validated by the signature.
         app: an :class:`~mcpcore.extensions.apps.App` (MCP Apps): the HTML view this tool opens,
             served as a ``ui://`` resource, with the text fallback for hosts without Apps.
+        task: ``"optional"``, ``"required"`` or a :class:`~mcpcore.definitions.tasks.TaskSupport`:
+            the tool may (or must) run as a task, whose result the client collects later
+            (docs/tasks.md). Default: an ordinary call.
     """
     def decorate(f: Any, localns: dict[str, Any] | None = None) -> Any:
         if not callable(f):

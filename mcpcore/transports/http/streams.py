@@ -136,6 +136,11 @@ class Streams:
         tenant = record.identity[0] if record.identity is not None else tenant_of(self.rt, None)
 
         def on_event(ev: dict[str, Any]) -> None:
+            to = ev.get("to")
+            if to is not None:  # a notification for one session (a task's status, its progress)
+                if to == record.id and type(ev.get("note")) is dict:
+                    queue.put_nowait(_json.dumps(ev["note"]))
+                return
             if ev.get("origin") == record.id:
                 return
             if ev.get("kind") == "resource":
