@@ -52,9 +52,10 @@ class RunningTask:
 
 
 class TaskOutbound:
-    """Where a task's notifications go: a progress message becomes the ``statusMessage``; on a
-    2025-era session, progress and log lines also reach the session's stream (tagged with the
-    task), through the bus, whichever instance holds it."""
+    """Where a task's notifications go: a progress message becomes the ``statusMessage`` (an
+    attempt always has a progress token, so ``ctx.report_progress`` always reaches here); on a
+    2025-era session, log lines and (when the client sent a token) progress also reach the
+    session's stream, tagged with the task, through the bus, whichever instance holds it."""
 
     def __init__(self, executions: Executions, meta: TaskMeta, attempt: int) -> None:
         self._x = executions
@@ -63,9 +64,11 @@ class TaskOutbound:
 
     def post(self, message: dict[str, Any]) -> None:
         params = message.get("params")
-        if message.get("method") == "notifications/progress" and isinstance(params, dict) \
-                and isinstance(params.get("message"), str):
-            self._x.note(self._meta.task_id, self._attempt, params["message"])
+        if message.get("method") == "notifications/progress" and isinstance(params, dict):
+            if isinstance(params.get("message"), str):
+                self._x.note(self._meta.task_id, self._attempt, params["message"])
+            if self._meta.progress_token is None:  # the client asked for no progress notifications
+                return
         sid = self._meta.session_id
         if sid is not None and isinstance(params, dict):
             meta = {**params.get("_meta", {}), RELATED_TASK: {"taskId": self._meta.task_id}}
@@ -113,7 +116,8 @@ class Executions:
         first = st.round == 0
         req = Inbound("tools/call", None, Era(m.era), self.services, auth=m.auth_info(), tenant_id=m.tenant,
                       protocol_version=m.protocol_version, client_capabilities=m.client_capabilities,
-                      client_info=m.client_info, session_id=m.session_id, progress_token=m.progress_token,
+                      client_info=m.client_info, session_id=m.session_id,
+                      progress_token=m.progress_token if m.progress_token is not None else m.task_id,
                       client_log_level=m.log_level, transport="task",
                       input_responses=m.inputs if first else st.handler_inputs(),
                       request_state=m.request_state if first else st.state)
