@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections import OrderedDict
 
 from .base import Claim
-from .record import ACTIVE, TERMINAL, TaskState, now_ms
+from .record import TERMINAL, TaskState, now_ms
 
 __all__ = ["MemoryTaskStore"]
-
-
-def _snapshot(st: TaskState) -> TaskState:
-    return dataclasses.replace(st, asks=dict(st.asks), answers=dict(st.answers))
 
 
 class MemoryTaskStore:
@@ -25,6 +20,7 @@ class MemoryTaskStore:
     def __init__(self) -> None:
         self._tasks: dict[str, TaskState] = {}
         self._owners: dict[str, OrderedDict[str, None]] = {}
+        self._active: dict[str, set[str]] = {}  # owner -> its unfinished tasks (the cap counts these)
 
     def _live(self, task_id: str) -> TaskState | None:
         st = self._tasks.get(task_id)
@@ -35,34 +31,45 @@ class MemoryTaskStore:
 
     def _drop(self, st: TaskState) -> None:
         self._tasks.pop(st.task_id, None)
+        self._ended(st)
         owned = self._owners.get(st.meta.owner)
         if owned is not None:
             owned.pop(st.task_id, None)
             if not owned:
                 del self._owners[st.meta.owner]
 
+    def _ended(self, st: TaskState) -> None:
+        active = self._active.get(st.meta.owner)
+        if active is not None:
+            active.discard(st.task_id)
+            if not active:
+                del self._active[st.meta.owner]
+
     async def create(self, state: TaskState, *, max_active: int, lease_ms: int) -> bool:
         owner = state.meta.owner
-        owned = self._owners.get(owner)
-        if owned is not None:
-            active = sum(1 for tid in list(owned) if (t := self._live(tid)) is not None and t.status in ACTIVE)
-            if active >= max_active:
+        active = self._active.get(owner, ())
+        if len(active) >= max_active:
+            for tid in list(active):  # drop the expired before refusing
+                self._live(tid)
+            if len(self._active.get(owner, ())) >= max_active:
                 return False
-        st = _snapshot(state)
+        st = state.snapshot()
+        st.asks, st.answers = dict(st.asks), dict(st.answers)
         st.updated = st.updated or st.meta.created
         st.deadline = now_ms() + lease_ms
         self._tasks[st.task_id] = st
         self._owners.setdefault(owner, OrderedDict())[st.task_id] = None
+        self._active.setdefault(owner, set()).add(st.task_id)
         return True
 
     async def get(self, task_id: str) -> TaskState | None:
         st = self._live(task_id)
-        return _snapshot(st) if st is not None else None
+        return st.snapshot() if st is not None else None
 
     async def page(self, owner: str, offset: int, limit: int) -> tuple[list[TaskState], int | None]:
         ids = list(self._owners.get(owner, ()))
         live = [st for tid in ids if (st := self._live(tid)) is not None]
-        page = [_snapshot(st) for st in live[offset:offset + limit]]
+        page = [st.snapshot() for st in live[offset:offset + limit]]
         return page, offset + limit if offset + limit < len(live) else None
 
     def _held(self, task_id: str, attempt: int) -> TaskState | None:
@@ -78,6 +85,7 @@ class MemoryTaskStore:
             return False
         st.status, st.outcome, st.message, st.updated = status, outcome, message, now_ms()
         st.asks, st.answers, st.holder, st.deadline = {}, {}, None, None
+        self._ended(st)
         return True
 
     async def park(self, task_id: str, attempt: int, asks: dict[str, bytes], state: str | None,
@@ -111,6 +119,7 @@ class MemoryTaskStore:
         if before not in TERMINAL:
             st.status, st.message, st.updated = "cancelled", message, now_ms()
             st.asks, st.answers, st.holder, st.deadline = {}, {}, None, None
+            self._ended(st)
         return before
 
     async def note(self, task_id: str, attempt: int, message: str) -> None:
@@ -146,6 +155,7 @@ class MemoryTaskStore:
     async def close(self) -> None:
         self._tasks.clear()
         self._owners.clear()
+        self._active.clear()
 
     def __len__(self) -> int:
         return len(self._tasks)

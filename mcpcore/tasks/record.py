@@ -13,6 +13,7 @@ Both eras render from it: 2026-07-28 (``io.modelcontextprotocol/tasks``: ``ttlMs
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 import time
@@ -40,8 +41,10 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+@functools.lru_cache(maxsize=4096)
 def iso(ms: int) -> str:
-    """ISO 8601 UTC with milliseconds: ``2026-07-28T10:30:00.000Z``."""
+    """ISO 8601 UTC with milliseconds: ``2026-07-28T10:30:00.000Z`` (memoised: a polled task's
+    timestamps are rendered again on every poll)."""
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
 
 
@@ -54,8 +57,14 @@ def owner_of(req: Inbound) -> str:
     """The identity a task is bound to: tenant, client id and subject of the caller, hashed.
     Every task request compares it; another caller's task reads as unknown."""
     auth = req.auth
-    raw = f"{req.tenant_id or ''}\x00{auth.client_id if auth else ''}\x00{(auth.subject or '') if auth else ''}"
-    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+    if auth is None:
+        return _owner(req.tenant_id or "", "", "")
+    return _owner(req.tenant_id or "", auth.client_id, auth.subject or "")
+
+
+@functools.lru_cache(maxsize=4096)
+def _owner(tenant: str, client_id: str, subject: str) -> str:
+    return hashlib.sha256(f"{tenant}\x00{client_id}\x00{subject}".encode()).hexdigest()[:32]
 
 
 def wire_key(key: str, round_no: int) -> str:
@@ -180,6 +189,12 @@ class TaskState:
         out["ttl"] = self.meta.ttl_ms
         out["pollInterval"] = self.meta.poll_ms
         return out
+
+    def snapshot(self) -> TaskState:
+        """A copy the caller may change (the meta is shared: it never changes)."""
+        return TaskState(self.meta, self.status, self.message, self.updated, self.outcome,
+                         dict(self.asks) if self.asks else {}, dict(self.answers) if self.answers else {},
+                         self.state, self.attempt, self.round, self.holder, self.deadline)
 
     def handler_inputs(self) -> dict[str, Any]:
         """The answers of the last round, under the keys the handler asked with."""

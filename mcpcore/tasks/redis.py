@@ -4,6 +4,7 @@ client). The layout and each atomic step are in :mod:`mcpcore.tasks.redis_script
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from typing import Any
 
 from ..redis_client import guarded
@@ -20,13 +21,22 @@ def _text(value: Any) -> str:
 
 class RedisTaskStore:
     """A :class:`~mcpcore.tasks.base.TaskStore` in Redis. A task's hash expires with its TTL;
-    the indexes drop expired entries as they are touched, so memory is bounded by the TTL."""
+    the indexes drop expired entries as they are touched, so memory is bounded by the TTL.
+
+    A finished task never changes again (until it expires), so each instance keeps the last
+    ``cache_size`` it read: polling a finished task, or reading its result again, costs no round
+    trip. A working task is always read from Redis (another instance may have changed it)."""
 
     shared = True
 
-    def __init__(self, client: Any, *, namespace: str = "mcpcore") -> None:
+    def __init__(self, client: Any, *, namespace: str = "mcpcore", cache_size: int = 1024,
+                 cache_bytes: int = 16 * 2**20) -> None:
         self.r = client
         self.ns = namespace
+        self._done: OrderedDict[str, TaskState] = OrderedDict()
+        self._done_bytes = 0
+        self.cache_size = cache_size
+        self.cache_bytes = cache_bytes
         self._index = f"{{{namespace}:tasks}}"
         self.leases = f"{self._index}:leases"
         self._scripts = {name: client.register_script(src) for name, src in (
@@ -95,7 +105,32 @@ class RedisTaskStore:
                          deadline=int(deadline) if deadline else None)
 
     async def get(self, task_id: str) -> TaskState | None:
-        return self._state(await guarded(self.r.hgetall(self.key(task_id))))
+        done = self._done.get(task_id)
+        if done is not None:
+            if done.meta.expires > now_ms():
+                self._done.move_to_end(task_id)
+                return done.snapshot()
+            self._forget_done(task_id)
+        st = self._state(await guarded(self.r.hgetall(self.key(task_id))))
+        if st is not None and st.terminal:
+            self._keep_done(st)
+        return st
+
+    def _keep_done(self, st: TaskState) -> None:
+        size = len(st.outcome or b"")
+        if size > self.cache_bytes // 16:
+            return
+        self._forget_done(st.task_id)
+        self._done[st.task_id] = st.snapshot()
+        self._done_bytes += size
+        while self._done and (len(self._done) > self.cache_size or self._done_bytes > self.cache_bytes):
+            _, old = self._done.popitem(last=False)
+            self._done_bytes -= len(old.outcome or b"")
+
+    def _forget_done(self, task_id: str) -> None:
+        old = self._done.pop(task_id, None)
+        if old is not None:
+            self._done_bytes -= len(old.outcome or b"")
 
     async def page(self, owner: str, offset: int, limit: int) -> tuple[list[TaskState], int | None]:
         ids = await guarded(self.r.zrangebyscore(self._all(owner), now_ms(), "+inf", start=offset, num=limit + 1))
@@ -192,4 +227,5 @@ class RedisTaskStore:
         return None
 
     async def close(self) -> None:
-        return None
+        self._done.clear()
+        self._done_bytes = 0

@@ -161,3 +161,29 @@ async def test_a_lapsed_lease_is_taken_over_once(redis_url: str) -> None:
         assert [c[0] for c in await store.claim_due("d", 5000)] == [lapsing.task_id]
     finally:
         await client.aclose()
+
+
+async def test_redis_answers_a_finished_task_from_its_cache(redis_url: str) -> None:
+    import redis.asyncio as redis_asyncio
+
+    from mcpcore.tasks.redis import RedisTaskStore
+
+    client = redis_asyncio.from_url(redis_url)
+    try:
+        store = RedisTaskStore(client, namespace=f"test-{uuid.uuid4().hex[:8]}")
+        working, done, brief = state(), state(), state(ttl_ms=1000, created=now_ms() - 800)
+        for st in (working, done, brief):
+            assert await store.create(st, max_active=10, lease_ms=5000)
+            assert await store.get(st.task_id) is not None
+        assert await store.finish(done.task_id, 1, "completed", b'{"content":[]}', None)
+        assert await store.finish(brief.task_id, 1, "completed", b'{"content":[]}', None)
+        assert (await store.get(done.task_id)).status == "completed"  # type: ignore[union-attr]
+        await client.delete(store.key(working.task_id), store.key(done.task_id))
+        assert await store.get(working.task_id) is None  # a working task is read from Redis every time
+        cached = await store.get(done.task_id)  # a finished one no more
+        assert cached is not None and cached.outcome == b'{"content":[]}'
+        await store.get(brief.task_id)
+        await asyncio.sleep(0.3)
+        assert await store.get(brief.task_id) is None  # the cache keeps to the TTL
+    finally:
+        await client.aclose()
