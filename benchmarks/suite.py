@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     with tempfile.TemporaryDirectory(prefix="mcpbench-") as tmp:
         ctx = Ctx(tools=tools, python=python, load=load_settings, workdir=Path(tmp), sessions=args.sessions,
                   settle=0.1 if args.smoke else 0.5, repeat=args.repeat, session_repeat=args.session_repeat,
-                  smoke=bool(args.smoke))
+                  smoke=bool(args.smoke), hash_seeds=tuple(args.hash_seeds[:1] if args.smoke else args.hash_seeds))
         started = time.monotonic()
         for sc in scenarios:
             servers = [k for k in sc.servers if k in wanted_servers]

@@ -49,6 +49,7 @@ class Ctx:
     repeat: int = 5  # measured runs per server of a load scenario
     session_repeat: int = 3  # runs per server of a sessions scenario
     smoke: bool = False  # the CI-sized run (instruction counts over fewer requests)
+    hash_seeds: tuple[int, ...] = (1, 2, 3)  # PYTHONHASHSEED of the instruction counts (median reported)
 
 
 RunFn = Callable[[Ctx, Scenario, list[str]], dict[str, Any]]

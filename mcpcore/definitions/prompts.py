@@ -8,7 +8,7 @@ from typing import Any, TypeVar, overload
 
 from ..content import PromptMessage, to_wire
 from ..errors import ConfigurationError, ErrorContract
-from .common import caller_locals, check_name, description_of, make_caller
+from .common import caller_locals, check_name, description_of, is_async, make_caller
 from .schema import ArgsPlan, args_plan
 
 __all__ = ["PromptDefinition", "prompt"]
@@ -35,6 +35,8 @@ class PromptDefinition:
     """Declared failures: none for prompts (the field keeps every invocable definition alike)."""
     auth: tuple[str, ...] = ()
     """Required scopes: none for prompts (as in the reference framework)."""
+    direct: Callable[..., Any] | None = None
+    """The function itself when it is a coroutine function (called without the thread hop)."""
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -106,6 +108,7 @@ def build_prompt(
         fn=fn,
         args=plan,
         call=make_caller(fn),
+        direct=fn if is_async(fn) else None,
         arguments=arguments,
         title=title,
         complete=dict(complete or {}),

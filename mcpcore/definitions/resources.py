@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from .. import _json
 from ..content import BlobResourceContents, Resource, TextResourceContents, to_wire
 from ..errors import ConfigurationError, ErrorContract, validate_contracts
-from .common import caller_locals, check_name, make_caller
+from .common import caller_locals, check_name, is_async, make_caller
 from .schema import ArgsPlan, args_plan
 from .uritemplate import UriTemplate
 
@@ -61,6 +61,8 @@ class ResourceDefinition:
     icons: list[dict[str, Any]] | None = None
     listed: bool = True
     """Shown in ``resources/list`` (``False``: readable by URI only, like a skill's support files)."""
+    direct: Callable[..., Any] | None = None
+    """The function itself when it is a coroutine function (called without the thread hop)."""
 
     @property
     def is_template(self) -> bool:
@@ -178,6 +180,7 @@ def build_resource(
         fn=fn,
         args=plan,
         call=make_caller(fn),
+        direct=fn if is_async(fn) else None,
         title=title,
         description=doc or None,
         mime_type=mime_type,

@@ -92,11 +92,11 @@ class ToolDefinition:
     """The MCP App (HTML view) this tool opens, if any."""
     task: TaskSupport | None = None
     """How the tool runs as a task (``None``: it never does)."""
+    unwrapped: bool = field(init=False, default=False)
+    """2026-07-28 carries a non-object result as is (any JSON ``structuredContent``)."""
 
-    @property
-    def unwrapped(self) -> bool:
-        """2026-07-28 carries a non-object result as is (any JSON ``structuredContent``)."""
-        return self.output is not None and self.output.wrap and self.enrichment is None
+    def __post_init__(self) -> None:
+        self.unwrapped = self.output is not None and self.output.wrap and self.enrichment is None
 
     def to_wire(self, modern: bool = False) -> dict[str, Any]:
         """The ``Tool`` object of ``tools/list`` (2025 era, or 2026-07-28 when ``modern``)."""

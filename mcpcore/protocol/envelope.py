@@ -6,73 +6,35 @@ import base64
 import binascii
 import re
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
-from .versions import (
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
-    META_PROTOCOL_VERSION,
-    MODERN_VERSIONS,
-)
+from .versions import MODERN_VERSIONS
 
-__all__ = ["EnvelopeTarget", "apply_envelope", "check_headers", "decode_header_value"]
+__all__ = ["MODERN", "check_headers", "decode_header_value", "invalid_log_level", "missing_meta", "unsupported_version"]
 
 _B64 = re.compile(r"^=\?base64\?([A-Za-z0-9+/=]*)\?=$")
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f]")
-_MODERN = frozenset(MODERN_VERSIONS)
+MODERN = frozenset(MODERN_VERSIONS)
+"""The revisions a 2026-07-28 envelope may name."""
 
 
-def _missing(what: str) -> McpError:
+def missing_meta(what: str) -> McpError:
+    """The envelope lacks ``what`` (or it has the wrong type): ``-32602``, ``reason = "missing_meta"``."""
     return McpError(JsonRpcErrorCode.InvalidParams, f"Missing required _meta field: {what}.",
                     {"reason": "missing_meta", "field": what})
 
 
-class EnvelopeTarget(Protocol):
-    """Where :func:`apply_envelope` writes what a request says about itself (an Inbound)."""
-
-    protocol_version: str
-    client_capabilities: dict[str, Any] | None
-    client_info: dict[str, Any] | None
-    client_log_level: int | None
-    progress_token: str | int | None
-    meta: dict[str, Any] | None
+def unsupported_version(requested: str) -> McpError:
+    """The envelope names a revision this server does not speak: ``-32022``."""
+    return McpError(JsonRpcErrorCode.UnsupportedProtocolVersion, "Unsupported protocol version",
+                    {"supported": list(MODERN_VERSIONS), "requested": requested})
 
 
-def apply_envelope(meta: Any, target: EnvelopeTarget) -> None:
-    """Validate the ``_meta`` envelope of a 2026-07-28 request and copy it onto ``target``;
-    raises ``-32602`` (missing/malformed) or ``-32022`` (version)."""
-    if type(meta) is not dict:
-        raise _missing("_meta")
-    version = meta.get(META_PROTOCOL_VERSION)
-    if type(version) is not str:
-        raise _missing(META_PROTOCOL_VERSION)
-    if version not in _MODERN:
-        raise McpError(JsonRpcErrorCode.UnsupportedProtocolVersion, "Unsupported protocol version",
-                       {"supported": list(MODERN_VERSIONS), "requested": version})
-    caps = meta.get(META_CLIENT_CAPABILITIES)
-    if type(caps) is not dict:
-        raise _missing(META_CLIENT_CAPABILITIES)
-    info = meta.get(META_CLIENT_INFO)
-    if info is not None and type(info) is not dict:
-        raise McpError(JsonRpcErrorCode.InvalidParams, f"{META_CLIENT_INFO} must be an object.")
-    raw_level = meta.get(META_LOG_LEVEL)
-    if raw_level is not None:
-        if type(raw_level) is not str or raw_level not in LEVELS:
-            raise McpError(JsonRpcErrorCode.InvalidParams, f"Invalid log level: {raw_level!r}",
-                           {"supported": list(LEVELS)})
-        target.client_log_level = LEVELS[raw_level]
-    token = meta.get("progressToken")
-    if token is not None:
-        if type(token) is not str and type(token) is not int:
-            raise McpError(JsonRpcErrorCode.InvalidParams, "progressToken must be a string or an integer.")
-        target.progress_token = token
-    target.protocol_version = version
-    target.client_capabilities = caps
-    target.client_info = info
-    target.meta = meta
+def invalid_log_level(raw: object) -> McpError:
+    """The envelope's log level is not one of the syslog names."""
+    return McpError(JsonRpcErrorCode.InvalidParams, f"Invalid log level: {raw!r}", {"supported": list(LEVELS)})
 
 
 def decode_header_value(raw: str) -> str:

@@ -45,6 +45,14 @@ class Invocable(Protocol):
     def errors(self) -> Sequence[ErrorContract]:
         """Its declared failures (``errors=[...]``)."""
 
+    @property
+    def direct(self) -> Callable[..., Any] | None:
+        """The handler itself when it is a coroutine function (awaited without a wrapper)."""
+
+    @property
+    def call(self) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+        """The handler behind an async caller (a sync one runs in a worker thread)."""
+
 
 D = TypeVar("D", bound=Invocable)
 
@@ -119,9 +127,8 @@ class Family(Generic[D]):
         """The ``Context`` one attempt receives."""
         return Context(req, operation=operation, errors=d.errors)
 
-    async def produce(self, d: D, kwargs: dict[str, Any], ctx: Context | None, req: Inbound,
-                      target: str) -> dict[str, Any]:
-        """Call the handler once with ``kwargs`` and shape its value into the method's result."""
+    def shape(self, d: D, value: Any, ctx: Context | None, req: Inbound, target: str) -> dict[str, Any]:
+        """The method's result for the handler's return ``value``."""
         raise NotImplementedError
 
     def failed(self, d: D, err: McpError, req: Inbound) -> dict[str, Any]:
@@ -134,41 +141,38 @@ class Family(Generic[D]):
         raise NotImplementedError
 
 
-def _attempt(family: Family[D], d: D, validated: Any, req: Inbound, target: str) -> Awaitable[dict[str, Any]]:
-    """One call of the handler, with fresh arguments and context."""
+async def _attempt(family: Family[D], d: D, validated: Any, req: Inbound, target: str) -> dict[str, Any]:
+    """One call of the handler, with fresh arguments and context, its value shaped."""
     plan = d.args
     kwargs = plan.kwargs(validated)
     ctx: Context | None = None
     if plan.ctx_param is not None:
         ctx = family.context(d, req, family.operation(d, target), target)
         kwargs[plan.ctx_param] = ctx
-    return family.produce(d, kwargs, ctx, req, target)
+    direct = d.direct
+    value = await (direct(**kwargs) if direct is not None else d.call(kwargs))
+    return family.shape(d, value, ctx, req, target)
 
 
-async def _run(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound,
-               target: str) -> dict[str, Any]:
-    """Every attempt and input round; a failure answered by the family. Request state that does
-    not verify is refused as raised."""
-    first: InputRequired | None = None
+def _failure(family: Family[D], d: D, exc: Exception, req: Inbound, target: str) -> dict[str, Any]:
+    """A failed attempt, classified and logged once, answered as the family answers failures;
+    errors about the request itself (:data:`PROTOCOL_ERRORS`) propagate as raised."""
+    if isinstance(exc, McpError) and exc.code in PROTOCOL_ERRORS:
+        raise exc
+    return family.failed(d, classify_and_log(exc, family.label(d, target), req.request_id), req)
+
+
+async def _run(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound, target: str,
+               first: InputRequired | None = None) -> dict[str, Any]:
+    """Every attempt and input round (``first``: the question a first attempt already asked);
+    a failure answered by the family. Request state that does not verify is refused as raised."""
     if req.request_state is not None:
         unseal(core, req, family.operation(d, target))
     try:
-        if req.request_state is None:
-            plan = d.args
-            try:  # the common case: one round, no state to verify; without a context, inline
-                if plan.ctx_param is None:
-                    return await family.produce(d, plan.kwargs(validated), None, req, target)
-                return await _attempt(family, d, validated, req, target)
-            except InputRequired as sig:
-                first = sig
         return await run_rounds(core, req, family.operation(d, target),
                                 lambda: _attempt(family, d, validated, req, target), first)
-    except McpError as exc:
-        if exc.code in PROTOCOL_ERRORS:
-            raise
-        return family.failed(d, classify_and_log(exc, family.label(d, target), req.request_id), req)
     except Exception as exc:
-        return family.failed(d, classify_and_log(exc, family.label(d, target), req.request_id), req)
+        return _failure(family, d, exc, req, target)
 
 
 async def _observed(core: ServerCore, family: Family[D], d: D, validated: Any, req: Inbound,
@@ -183,15 +187,11 @@ async def _observed(core: ServerCore, family: Family[D], d: D, validated: Any, r
         return result
 
 
-async def _answered(result: dict[str, Any]) -> dict[str, Any]:
-    return result
+async def invoke(core: ServerCore, family: Family[D], d: D, args: Any, req: Inbound, target: str) -> dict[str, Any]:
+    """Invoke ``d`` (found by ``family`` for ``target``) with the request's raw ``args``.
 
-
-def invoke(core: ServerCore, family: Family[D], d: D, args: Any, req: Inbound, target: str) -> Awaitable[
-        dict[str, Any]]:
-    """Invoke ``d`` (found by ``family`` for ``target``) with the request's raw ``args``: the
-    scopes and arguments are checked now, the rest runs when the returned awaitable is awaited.
-    Every ``tools/call`` passes here, so the common case makes no call it can avoid."""
+    Every ``tools/call`` passes here, so the common case (no telemetry, no request state, a
+    first attempt that asks nothing) runs in this one coroutine; the rest in :func:`_run`."""
     if d.auth:
         core.check_scopes(d.auth, req)
     plan = d.args
@@ -205,11 +205,23 @@ def invoke(core: ServerCore, family: Family[D], d: D, args: Any, req: Inbound, t
             args = _known(args, stray, family)
         validated = plan.validator.validate_python(args)
     except ValidationError as exc:
-        return _answered(family.failed(d, _invalid(exc, family), req))
+        return family.failed(d, _invalid(exc, family), req)
     except McpError as err:
-        return _answered(family.failed(d, err, req))
+        return family.failed(d, err, req)
     tel = core.telemetry
-    if tel is None:
-        return _run(core, family, d, validated, req, target)
-    return _observed(core, family, d, validated, req, target, tel)
-
+    if tel is not None:
+        return await _observed(core, family, d, validated, req, target, tel)
+    if req.request_state is not None:
+        return await _run(core, family, d, validated, req, target)
+    try:
+        if plan.ctx_param is not None:
+            return await _attempt(family, d, validated, req, target)
+        kwargs = plan.kwargs(validated)
+        direct = d.direct
+        value = await (direct(**kwargs) if direct is not None else d.call(kwargs))
+        return family.shape(d, value, None, req, target)
+    except InputRequired as sig:
+        first = sig
+    except Exception as exc:
+        return _failure(family, d, exc, req, target)
+    return await _run(core, family, d, validated, req, target, first)

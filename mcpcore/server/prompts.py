@@ -27,9 +27,8 @@ class PromptFamily(Family[PromptDefinition]):
     def operation(self, d: PromptDefinition, target: str) -> str:
         return "prompt:" + target
 
-    async def produce(self, d: PromptDefinition, kwargs: dict[str, Any], ctx: Context | None, req: Inbound,
-                      target: str) -> dict[str, Any]:
-        out: dict[str, Any] = {"messages": d.messages(await d.call(kwargs))}
+    def shape(self, d: PromptDefinition, value: Any, ctx: Context | None, req: Inbound, target: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"messages": d.messages(value)}
         if d.description:
             out["description"] = d.description
         return out

@@ -43,9 +43,8 @@ class ResourceFamily(Family[ResourceDefinition]):
     def context(self, d: ResourceDefinition, req: Inbound, operation: str, target: str) -> Context:
         return Context(req, operation=operation, errors=d.errors, uri=target)
 
-    async def produce(self, d: ResourceDefinition, kwargs: dict[str, Any], ctx: Context | None, req: Inbound,
-                      target: str) -> dict[str, Any]:
-        value = await d.call(kwargs)
+    def shape(self, d: ResourceDefinition, value: Any, ctx: Context | None, req: Inbound,
+              target: str) -> dict[str, Any]:
         if value is None:
             raise resource_not_found(target, modern=req.era is Era.MODERN)
         out: dict[str, Any] = {"contents": d.contents(target, value)}

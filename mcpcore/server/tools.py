@@ -30,10 +30,7 @@ class ToolFamily(Family[ToolDefinition]):
     def operation(self, d: ToolDefinition, target: str) -> str:
         return "tool:" + target
 
-    async def produce(self, d: ToolDefinition, kwargs: dict[str, Any], ctx: Context | None, req: Inbound,
-                      target: str) -> dict[str, Any]:
-        direct = d.direct
-        value = await (direct(**kwargs) if direct is not None else d.call(kwargs))
+    def shape(self, d: ToolDefinition, value: Any, ctx: Context | None, req: Inbound, target: str) -> dict[str, Any]:
         result = tool_success_result(d, value, ctx, req.era is Era.MODERN)
         return result if d.app is None else d.app.shape(result, req.client_capabilities)
 

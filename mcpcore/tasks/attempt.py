@@ -76,7 +76,9 @@ async def _call(tool: ToolDefinition, validated: Any, req: Inbound) -> dict[str,
     if plan.ctx_param is not None:
         ctx = TOOLS.context(tool, req, TOOLS.operation(tool, tool.name), tool.name)
         kwargs[plan.ctx_param] = ctx
-    return await TOOLS.produce(tool, kwargs, ctx, req, tool.name)
+    direct = tool.direct
+    value = await (direct(**kwargs) if direct is not None else tool.call(kwargs))
+    return TOOLS.shape(tool, value, ctx, req, tool.name)
 
 
 async def run_attempt(core: ServerCore, tool: ToolDefinition, validated: Any, req: Inbound) -> Outcome:

@@ -17,8 +17,14 @@ from typing import Any
 from ..context import AuthInfo, ContextServices, Inbound
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
-from ..protocol.envelope import apply_envelope
-from ..protocol.versions import META_PROTOCOL_VERSION, Era
+from ..protocol.envelope import MODERN, invalid_log_level, missing_meta, unsupported_version
+from ..protocol.versions import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    Era,
+)
 from ..sessions.base import SessionRecord
 
 __all__ = ["Refused", "modern_inbound", "session_inbound"]
@@ -53,17 +59,46 @@ def modern_inbound(msg: dict[str, Any], services: ContextServices, auth: AuthInf
     if transport != "http":
         req.transport = transport
     meta = params.get("_meta")
-    if type(meta) is not dict or META_PROTOCOL_VERSION not in meta:
-        return Refused(McpError(JsonRpcErrorCode.InvalidParams,
-                                f"Missing required _meta field: {META_PROTOCOL_VERSION}.", {"reason": "missing_meta"}),
+    if type(meta) is not dict:
+        return Refused(missing_meta(META_PROTOCOL_VERSION), req.request_id)
+    version = meta.get(META_PROTOCOL_VERSION)
+    if type(version) is not str:
+        return Refused(missing_meta(META_PROTOCOL_VERSION), req.request_id)
+    if version not in MODERN:
+        return Refused(unsupported_version(version), req.request_id)
+    caps = meta.get(META_CLIENT_CAPABILITIES)
+    if type(caps) is not dict:
+        return Refused(missing_meta(META_CLIENT_CAPABILITIES), req.request_id)
+    info = meta.get(META_CLIENT_INFO)
+    if info is not None and type(info) is not dict:
+        return Refused(McpError(JsonRpcErrorCode.InvalidParams, f"{META_CLIENT_INFO} must be an object."),
                        req.request_id)
-    try:
-        apply_envelope(meta, req)
-    except McpError as exc:
-        return Refused(exc, req.request_id)
+    if len(meta) > 2:  # beyond the version and the capabilities: a log level, a progress token
+        refused = _optional_meta(meta, req)
+        if refused is not None:
+            return refused
+    req.protocol_version = version
+    req.client_capabilities = caps
+    req.client_info = info
+    req.meta = meta
     if "inputResponses" in params or "requestState" in params:
         _shared(req, params)
     return req
+
+
+def _optional_meta(meta: dict[str, Any], req: Inbound) -> Refused | None:
+    raw_level = meta.get(META_LOG_LEVEL)
+    if raw_level is not None:
+        if type(raw_level) is not str or raw_level not in LEVELS:
+            return Refused(invalid_log_level(raw_level), req.request_id)
+        req.client_log_level = LEVELS[raw_level]
+    token = meta.get("progressToken")
+    if token is not None:
+        if type(token) is not str and type(token) is not int:
+            return Refused(McpError(JsonRpcErrorCode.InvalidParams, "progressToken must be a string or an integer."),
+                           req.request_id)
+        req.progress_token = token
+    return None
 
 
 def session_inbound(msg: dict[str, Any], services: ContextServices, auth: AuthInfo | None, tenant_id: str | None,

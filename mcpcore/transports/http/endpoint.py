@@ -115,7 +115,7 @@ class HttpTransport:
         except _json.JSONDecodeError:
             await error(send, 400, JsonRpcErrorCode.ParseError, "Parse error: the body is not valid JSON.")
             return
-        if len(body) > self.depth_floor and body.count(b"{") + body.count(b"[") > self.max_depth and \
+        if len(body) > self.depth_floor and len(body) - len(body.translate(None, b"{[")) > self.max_depth and \
                 too_deep(msg, self.max_depth):
             await error(send, 400, JsonRpcErrorCode.InvalidRequest,
                         f"Bad Request: JSON nested deeper than {self.max_depth} levels.")
@@ -135,4 +135,5 @@ class HttpTransport:
                     headers.get(b"mcp-protocol-version", b"").strip() in MODERN_VERSION_BYTES:
                 await self.modern(receive, send, headers, msg)
                 return
-        await self.sessions(receive, send, headers, msg, kind, headers.text(b"mcp-session-id"))
+        sid = headers.get(b"mcp-session-id")
+        await self.sessions(receive, send, headers, msg, kind, sid.decode("latin-1") if sid is not None else None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Coroutine
 from typing import Any, Final, Literal
 
 from ...asgi_types import Receive, Send
@@ -23,7 +24,16 @@ from ..exchange import HttpExchange, StreamSink, json_response
 from ..inflight import ask_client, deliver, tracked_rest
 from ..intake import session_inbound
 from ..live import LiveSessions
-from .wire import HttpContext, RequestHeaders, accepted, error, error_object, http_status, trace
+from .wire import (
+    SUPPORTED_VERSION_BYTES,
+    HttpContext,
+    RequestHeaders,
+    accepted,
+    error,
+    error_object,
+    http_status,
+    trace,
+)
 
 __all__ = ["NO_SESSION", "SessionPost", "deliver_route"]
 
@@ -114,10 +124,10 @@ class SessionPost:
     async def __call__(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any], kind: str,
                        sid: str | None) -> None:
         rid = msg.get("id") if kind == "request" else None
-        if not headers.version_ok():
-            pv = headers.text(b"mcp-protocol-version")
+        raw_pv = headers.get(b"mcp-protocol-version")
+        if raw_pv is not None and raw_pv not in SUPPORTED_VERSION_BYTES and not headers.version_ok():
             await error(send, 400, JsonRpcErrorCode.InvalidRequest,
-                        f"Bad Request: unsupported MCP-Protocol-Version {(pv or '')[:40]!r}.", rid,
+                        f"Bad Request: unsupported MCP-Protocol-Version {raw_pv.decode('latin-1')[:40]!r}.", rid,
                         data={"supported": list(SUPPORTED_VERSIONS)})
             return
         if kind == "request" and msg["method"] == "initialize":
@@ -163,23 +173,36 @@ class SessionPost:
         # protocol asks for it only on the response to initialize.
         exchange = HttpExchange(send, self.ctx.keepalive_s, record, self, self.ctx.queue_max)
         req.outbound = exchange
-        body = await self._answer(msg, req, record)
+        coro = self.dispatcher.handle(msg, req)
+        try:  # the first step here: a handler that never waits is never registered
+            step = coro.send(None)
+        except StopIteration as done:
+            body: bytes = done.value
+            waited = False
+        else:
+            body = await self._rest(coro, step, msg, req, record)
+            waited = True
         if req.error_code is None:
             await exchange.finish(body)
         else:
             status, extra = http_status(req)
             await exchange.finish(body, status, extra)
-        if record is not None:
+        if waited and record is not None:  # what it registered on the session while it waited
             self.rt.live.forget_if_idle(record.id)
 
     async def _answer(self, msg: dict[str, Any], req: Inbound, record: SessionRecord | None) -> bytes:
         """The dispatcher's answer, cancellable by ``notifications/cancelled`` on the session."""
         coro = self.dispatcher.handle(msg, req)
-        try:  # the first step here: a handler that never waits is never registered
+        try:
             step = coro.send(None)
         except StopIteration as done:
             result: bytes = done.value
             return result
+        return await self._rest(coro, step, msg, req, record)
+
+    async def _rest(self, coro: Coroutine[Any, Any, bytes], step: Any, msg: dict[str, Any], req: Inbound,
+                    record: SessionRecord | None) -> bytes:
+        """A handler that waited after its first step: run the rest, cancellable on the session."""
         body = await tracked_rest(coro, step, req, self.rt.live, record.id if record is not None else None)
         if body is None:
             return error_response(msg["id"], error_object(JsonRpcErrorCode.RequestCancelled, "Request cancelled.",

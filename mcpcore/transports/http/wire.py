@@ -16,8 +16,8 @@ from ...runtime import Runtime
 from ...server.dispatcher import Dispatcher
 from ..exchange import json_response
 
-__all__ = ["ACCEPT_BOTH", "MODERN_VERSION_BYTES", "HttpContext", "RequestHeaders", "accepted", "error", "error_object",
-           "http_status", "replay", "trace"]
+__all__ = ["ACCEPT_BOTH", "MODERN_VERSION_BYTES", "SUPPORTED_VERSION_BYTES", "HttpContext", "RequestHeaders",
+           "accepted", "error", "error_object", "http_status", "replay", "trace"]
 
 MODERN_VERSION_BYTES = frozenset(v.encode() for v in MODERN_VERSIONS)
 SUPPORTED_VERSION_BYTES = frozenset(v.encode() for v in SUPPORTED_VERSIONS)
