@@ -224,9 +224,7 @@ class McpApp:
             if self.authenticator is not None:
                 await self.authenticator.start()
                 exit_stack.push_async_callback(self.authenticator.close)
-            await self.stores.open(exit_stack, self._on_route)
-            await self.tasks.start()
-            exit_stack.push_async_callback(self.tasks.close)
+            await self.stores.open(exit_stack, self._on_route, self.tasks)
             self.dispatcher.closing.reset()
             sweeper = asyncio.get_running_loop().create_task(self._sweep())
             exit_stack.callback(sweeper.cancel)

@@ -32,6 +32,7 @@ from .transports.live import LiveSessions
 if TYPE_CHECKING:
     from .bus.redis import RedisBus
     from .sessions.redis import RedisSessionStore
+    from .tasks.service import TaskService
 
 __all__ = ["Stores", "redis_client", "state_provider", "uses_request_input"]
 
@@ -112,17 +113,22 @@ class Stores:
             return None
         return self._memory_events.total_bytes, self._memory_events.largest_session_bytes()
 
-    async def open(self, stack: contextlib.AsyncExitStack, on_route: Callable[[dict[str, Any]], None]) -> None:
-        """Start the bus (``on_route`` gets its events) and keep shared caches coherent;
-        ``stack`` closes what this opened, in reverse."""
+    async def open(self, stack: contextlib.AsyncExitStack, on_route: Callable[[dict[str, Any]], None],
+                   tasks: TaskService | None = None) -> None:
+        """Start the bus (``on_route`` gets its events) and keep shared caches coherent, then
+        ``tasks`` (they listen to the bus); ``stack`` closes what this opened, in reverse."""
         if self.redis is not None:
             stack.push_async_callback(self.redis.aclose)
-            stack.callback(self.stream_slots.close)  # runs first: streams ending now touch Redis no more
         await self.bus.start()
         stack.push_async_callback(self.bus.close)
         self.bus.subscribe(on_route)
         if self._redis_sessions is not None and self._redis_bus is not None:  # records cached, kept coherent
             stack.callback(self._redis_sessions.attach(self._redis_bus))
+        if tasks is not None:
+            await tasks.start()
+            stack.push_async_callback(tasks.close)
+        if self.redis is not None:
+            stack.callback(self.stream_slots.close)  # runs first: streams ending now touch Redis no more
 
     async def sweep(self) -> None:
         """Periodic upkeep: renew stream leases, drop expired sessions (and tasks, in memory), slide

@@ -21,7 +21,7 @@ from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.extensions import TASKS, client_extension
 from ..protocol.versions import Era
 from .calls import missing_extension
-from .record import ACTIVE, RELATED_TASK, TaskState, now_ms, owner_of
+from .record import ACTIVE, RELATED_TASK, TaskState, bound, now_ms, owner_of
 
 if TYPE_CHECKING:
     from ..server.core import ServerCore
@@ -81,6 +81,8 @@ class TaskMethods:
         return after.legacy()
 
     async def list(self, core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+        if not bound(req):  # an anonymous caller without a session: every such caller is one owner
+            return {"tasks": []}
         cursor = params.get("cursor")
         offset = 0
         if cursor is not None:

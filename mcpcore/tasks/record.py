@@ -25,7 +25,7 @@ import orjson
 from .. import _json
 from ..context import AuthInfo, Inbound
 
-__all__ = ["ACTIVE", "RELATED_TASK", "TERMINAL", "TaskMeta", "TaskState", "iso", "new_task_id", "now_ms",
+__all__ = ["ACTIVE", "RELATED_TASK", "TERMINAL", "TaskMeta", "TaskState", "bound", "iso", "new_task_id", "now_ms",
            "owner_of", "split_key", "wire_key"]
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -55,16 +55,24 @@ def new_task_id() -> str:
 
 def owner_of(req: Inbound) -> str:
     """The identity a task is bound to: tenant, client id and subject of the caller, hashed.
-    Every task request compares it; another caller's task reads as unknown."""
+    Every task request compares it; another caller's task reads as unknown. An anonymous caller
+    of the 2025 era is bound to its session; one of 2026-07-28 has none (its task ids, which
+    cannot be guessed, keep its tasks its own)."""
     auth = req.auth
-    if auth is None:
-        return _owner(req.tenant_id or "", "", "")
-    return _owner(req.tenant_id or "", auth.client_id, auth.subject or "")
+    if auth is not None:
+        return _owner(req.tenant_id or "", auth.client_id, auth.subject or "", "")
+    session = req.session
+    return _owner(req.tenant_id or "", "", "", session.id if session is not None else "")
+
+
+def bound(req: Inbound) -> bool:
+    """Whether ``req``'s caller is told apart from other callers (authenticated, or in a session)."""
+    return req.auth is not None or req.session is not None
 
 
 @functools.lru_cache(maxsize=4096)
-def _owner(tenant: str, client_id: str, subject: str) -> str:
-    return hashlib.sha256(f"{tenant}\x00{client_id}\x00{subject}".encode()).hexdigest()[:32]
+def _owner(tenant: str, client_id: str, subject: str, session: str) -> str:
+    return hashlib.sha256(f"{tenant}\x00{client_id}\x00{subject}\x00{session}".encode()).hexdigest()[:32]
 
 
 def wire_key(key: str, round_no: int) -> str:

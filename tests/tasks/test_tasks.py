@@ -249,3 +249,22 @@ async def test_nothing_runs_once_the_tasks_ended() -> None:
         svc = app.tasks
         assert svc.executions.running == {} and svc.watcher is None  # memory store: no watcher at all
         assert svc.executions._renewer is None
+
+
+async def test_an_anonymous_2025_task_belongs_to_its_session() -> None:
+    app = app_with()
+    await app.startup()
+    try:
+        async with McpTestClient(app) as one, McpTestClient(app) as two:
+            tid = (await one.call_tool("work", {"seconds": 5}, task={}))["task"]["taskId"]
+            assert [t["taskId"] for t in (await one.request("tasks/list"))["tasks"]] == [tid]
+            assert (await two.request("tasks/list"))["tasks"] == []
+            with pytest.raises(McpError) as err:
+                await two.request("tasks/get", {"taskId": tid})
+            assert err.value.code == -32602
+            await one.request("tasks/cancel", {"taskId": tid})
+    finally:
+        await app.shutdown()
+    async with McpTestClient(app_with(session_mode="stateless")) as c:  # no session, no identity
+        await c.call_tool("work", {"seconds": 0}, task={})
+        assert (await c.request("tasks/list"))["tasks"] == []
