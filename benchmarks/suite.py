@@ -24,12 +24,12 @@ from .harness.sampling import LoadSettings
 from .harness.scenario import Ctx, Family
 from .harness.stats import ratios
 from .options import parse_args
-from .scenarios import idle_sessions, instructions, load, sse_buffer
+from .scenarios import idle_sessions, instructions, load, sse_buffer, tasks
 from .scenarios.catalog import SCENARIO_BY_ID, SCENARIOS
 from .scenarios.targets import targets
 
 FAMILIES: dict[str, Family] = {f.kind: f for f in (load.FAMILY, sse_buffer.FAMILY, instructions.FAMILY,
-                                                   idle_sessions.FAMILY)}
+                                                   idle_sessions.FAMILY, tasks.FAMILY)}
 
 
 def _settings(args: argparse.Namespace, pinned: bool, nice: bool, elapsed: float) -> dict[str, Any]:
@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 # The smoke run: every code path of the harness (JSON and SSE loads, 2025 sessions, the Redis
 # check, the A/B variants, idle sessions, instruction counts under valgrind (20 and 60 requests),
 # ratios, targets, markdown, JSON, chart) on mcpcore and
-# the bare endpoints only, with 1 s loads and no warm-up, so it fits in a test suite.
+# the bare endpoints only, with 1 s loads and no warm-up, so it fits in a test suite (tasks_get
+# with the memory store alone and a short idle window).
 # Left out for time: call_logging_sse (sse_buffer runs the same SSE session path, with
 # logging/setLevel) and tools_list / resources_read (call_2026's path with another body and
 # verifier). Every server module that runs in the project's .venv is started at least once.
@@ -110,6 +111,7 @@ SMOKE_PLAN: list[tuple[str, list[str]]] = [
     ("call_2025_redis", ["mcpcore"]),
     ("sse_buffer", ["mcpcore"]),
     ("idle_sessions", ["mcpcore"]),
+    ("tasks_get", ["mcpcore"]),
 ]
 
 

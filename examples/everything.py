@@ -49,6 +49,8 @@ from mcpcore import (
 from mcpcore.extensions import App, Csp
 from mcpcore.lint import lint_ignore
 
+from . import task_tools
+
 # A 1x1 red PNG and a short silent WAV clip.
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 
@@ -748,4 +750,4 @@ app = McpApp(
     setup=_announce,
     skills=Path(__file__).parent / "skills",
 )
-app.include(sys.modules[__name__])
+app.include(sys.modules[__name__], task_tools)

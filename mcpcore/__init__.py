@@ -24,7 +24,7 @@ from .context import AuthInfo, Context, RequestContext, create_request_context, 
 from .context.builders import input_required
 from .context.inputs import ElicitView, InputRequired, InputRequiredSpec, MissingView, RootsView, SamplingView
 from .context.values import Key
-from .definitions import CacheHint, prompt, resource, tool
+from .definitions import CacheHint, TaskSupport, prompt, resource, tool
 from .definitions.depends import Depends
 from .errors import ConfigurationError, ErrorContract, JsonRpcErrorCode, McpError
 from .middleware import Call, CallNext, Middleware
@@ -59,6 +59,7 @@ __all__ = [
     "SamplingView",
     "SessionMode",
     "Settings",
+    "TaskSupport",
     "TextContent",
     "TextResourceContents",
     "ToolResult",

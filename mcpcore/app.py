@@ -29,6 +29,7 @@ from .side_routes import SideRoutes
 from .stack import AppState, Layer, authenticator_for, describe, open_layers, setup_context
 from .storage.base import StorageProvider
 from .storage.service import CursorSigner, StateService
+from .tasks import serve_tasks
 from .transports.http import HttpTransport, deliver_route
 from .transports.http_sse import HttpSseTransport
 from .transports.live import LiveSessions
@@ -152,6 +153,7 @@ class McpApp:
         if skills is not None:
             from .extensions.skills import serve_skills
             self.skills = serve_skills(self, skills)
+        self.tasks = serve_tasks(self, self.stores.tasks)
         self.dispatcher.telemetry = self.telemetry
         self.middleware: list[Middleware] = list(middleware)
         self.dispatcher.use(self.middleware)
@@ -258,7 +260,7 @@ class McpApp:
             if self.authenticator is not None:
                 await self.authenticator.start()
                 exit_stack.push_async_callback(self.authenticator.close)
-            await self.stores.open(exit_stack, self._on_route)
+            await self.stores.open(exit_stack, self._on_route, self.tasks)
             self.dispatcher.closing.reset()
             sweeper = asyncio.get_running_loop().create_task(self.stores.sweep_forever())
             exit_stack.callback(sweeper.cancel)

@@ -188,6 +188,13 @@ class Settings:
     resumability_max_total_bytes: int = _env("MCP_HTTP_RESUMABILITY_MAX_TOTAL_BYTES", _int(1024), 268_435_456)
     max_streams_per_session: int = _env("MCP_HTTP_MAX_STREAMS_PER_SESSION", _int(1, 1000), 8)
     stream_queue_max: int = _env("MCP_HTTP_STREAM_QUEUE_MAX", _int(16), 1000)
+    # Tasks (see docs/tasks.md).
+    tasks_ttl_ms: int = _env("MCP_TASKS_TTL_MS", _int(1000), 3_600_000)
+    tasks_max_ttl_ms: int = _env("MCP_TASKS_MAX_TTL_MS", _int(1000), 86_400_000)
+    tasks_poll_interval_ms: int = _env("MCP_TASKS_POLL_INTERVAL_MS", _int(1, 3_600_000), 1000)
+    tasks_lease_ms: int = _env("MCP_TASKS_LEASE_MS", _int(1000, 3_600_000), 10_000)
+    tasks_max_per_identity: int = _env("MCP_TASKS_MAX_PER_IDENTITY", _int(1), 100)
+    tasks_max_per_instance: int = _env("MCP_TASKS_MAX_PER_INSTANCE", _int(1), 1000)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

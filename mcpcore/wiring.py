@@ -26,11 +26,14 @@ from .sessions.memory import MemorySessionStore
 from .sessions.streams import MemoryStreamSlots, StreamSlots
 from .storage.base import StorageProvider
 from .storage.memory import MemoryStorage
+from .tasks.base import TaskStore
+from .tasks.memory import MemoryTaskStore
 from .transports.live import LiveSessions
 
 if TYPE_CHECKING:
     from .bus.redis import RedisBus
     from .sessions.redis import RedisSessionStore
+    from .tasks.service import TaskService
 
 __all__ = ["Stores", "redis_client", "state_provider", "uses_request_input"]
 
@@ -38,7 +41,7 @@ log = logging.getLogger("mcpcore.app")
 
 
 class Stores:
-    """Sessions, the resumable event buffer, the bus and the stream slots of one app.
+    """Sessions, the resumable event buffer, the bus, the stream slots and the tasks of one app.
 
     ``shared`` says whether they live in Redis (every instance sees every session) or in this
     process. ``on_session_gone`` ends what this process holds for a session deleted or evicted
@@ -54,6 +57,7 @@ class Stores:
         self.sessions: SessionStore
         self.events: EventBuffer | None
         self.stream_slots: StreamSlots
+        self.tasks: TaskStore
         self._memory_events: MemoryEventBuffer | None = None
         self._memory_sessions: MemorySessionStore | None = None
         self._redis_sessions: RedisSessionStore | None = None
@@ -74,6 +78,9 @@ class Stores:
                 if s.resumability else None
             self.stream_slots = RedisStreamSlots(self.redis, s.max_streams_per_session,
                                                  lease_ms=int(3000 * max(10.0, sweep_period)))
+            from .tasks.redis import RedisTaskStore
+
+            self.tasks = RedisTaskStore(self.redis)
         else:
             self.bus = LocalBus()
             self._memory_sessions = self.sessions = MemorySessionStore(
@@ -83,6 +90,7 @@ class Stores:
                 s.resumability_max_events, s.resumability_ttl_ms, max_bytes=s.resumability_max_bytes,
                 max_total_bytes=s.resumability_max_total_bytes) if s.resumability else None
             self.stream_slots = MemoryStreamSlots(s.max_streams_per_session)
+            self.tasks = MemoryTaskStore()
         self.sessions.on_evict = self.on_session_gone
 
     def on_session_gone(self, session_id: str) -> None:
@@ -107,17 +115,22 @@ class Stores:
             return None
         return self._memory_events.total_bytes, self._memory_events.largest_session_bytes()
 
-    async def open(self, stack: contextlib.AsyncExitStack, on_route: Callable[[dict[str, Any]], None]) -> None:
-        """Start the bus (``on_route`` gets its events) and keep shared caches coherent;
-        ``stack`` closes what this opened, in reverse."""
+    async def open(self, stack: contextlib.AsyncExitStack, on_route: Callable[[dict[str, Any]], None],
+                   tasks: TaskService | None = None) -> None:
+        """Start the bus (``on_route`` gets its events) and keep shared caches coherent, then
+        ``tasks`` (they listen to the bus); ``stack`` closes what this opened, in reverse."""
         if self.redis is not None:
             stack.push_async_callback(self.redis.aclose)
-            stack.callback(self.stream_slots.close)  # runs first: streams ending now touch Redis no more
         await self.bus.start()
         stack.push_async_callback(self.bus.close)
         self.bus.subscribe(on_route)
         if self._redis_sessions is not None and self._redis_bus is not None:  # records cached, kept coherent
             stack.callback(self._redis_sessions.attach(self._redis_bus))
+        if tasks is not None:
+            await tasks.start()
+            stack.push_async_callback(tasks.close)
+        if self.redis is not None:
+            stack.callback(self.stream_slots.close)  # runs first: streams ending now touch Redis no more
 
     async def readiness(self, state_ping: Callable[[], Awaitable[Any]] | None,
                         started: bool) -> tuple[bool, dict[str, str]]:
@@ -149,10 +162,11 @@ class Stores:
                 log.warning("session sweep failed", exc_info=True)
 
     async def sweep(self) -> None:
-        """Periodic upkeep: renew stream leases, drop expired sessions, slide the expiry of the
-        sessions this instance is serving (ending those that vanished unannounced)."""
+        """Periodic upkeep: renew stream leases, drop expired sessions (and tasks, in memory), slide
+        the expiry of the sessions this instance is serving (ending those that vanished unannounced)."""
         await self.stream_slots.renew()
         await self.sessions.sweep()
+        await self.tasks.sweep()
         if self._memory_events is not None:
             self._memory_events.sweep()
         if self._redis_sessions is not None:

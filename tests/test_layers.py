@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"protocol", "security", "redis_client", "redis_sentinel"},
     {"context", "storage", "bus", "sessions", "auth", "telemetry"},
     {"definitions", "extensions"},
-    {"server", "lint", "middleware"},
+    {"server", "lint", "middleware", "tasks"},
     {"runtime", "transports"},
     {"landing", "side_routes", "serving", "http_limits", "wiring", "stack"},
     {"app"},

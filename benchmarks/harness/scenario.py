@@ -19,7 +19,7 @@ class Scenario:
     id: str
     title: str
     measures: str
-    kind: str  # the Family that runs it: "load" | "ab" | "sessions" | "instructions"
+    kind: str  # the Family that runs it: "load" | "ab" | "sessions" | "instructions" | "tasks"
     wire: str = "modern"  # "modern" (2026-07-28, sessionless) | "legacy" (2025-11-25 session)
     method: str = "tools/call"
     params: dict[str, Any] = field(default_factory=dict)
@@ -31,6 +31,7 @@ class Scenario:
     redis: bool = False
     baseline_from: str | None = None  # take the bare endpoints' figures from this scenario
     variants: dict[str, dict[str, str]] = field(default_factory=dict)  # "ab": label -> extra env
+    capabilities: dict[str, Any] = field(default_factory=dict)  # 2026-07-28 clientCapabilities
 
 
 @dataclass

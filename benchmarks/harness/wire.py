@@ -23,7 +23,7 @@ def request_message(sc: Scenario, rid: int = 1) -> dict[str, Any]:
     params = dict(sc.params)
     if sc.wire == "modern":
         params["_meta"] = {"io.modelcontextprotocol/protocolVersion": MODERN,
-                           "io.modelcontextprotocol/clientCapabilities": {}}
+                           "io.modelcontextprotocol/clientCapabilities": sc.capabilities}
     return {"jsonrpc": "2.0", "id": rid, "method": sc.method, "params": params}
 
 
@@ -33,7 +33,7 @@ def request_headers(sc: Scenario, session_id: str | None) -> dict[str, str]:
     if sc.wire == "modern":
         h["MCP-Protocol-Version"] = MODERN
         h["Mcp-Method"] = sc.method
-        name = sc.params.get("name") or sc.params.get("uri")
+        name = sc.params.get("name") or sc.params.get("uri") or sc.params.get("taskId")
         if name:
             h["Mcp-Name"] = name
     else:

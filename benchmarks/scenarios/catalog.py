@@ -27,6 +27,7 @@ SSE_ENV = {
     "fastmcp": {"BENCH_STATELESS": "0", "BENCH_JSON_RESPONSE": "0"},
 }
 
+NO_TASKS = "no tasks (python-sdk #2806)"
 NO_REDIS_STORE = ("no pluggable session store: sessions live in a process-local dict "
                   "(python-peers.md §3)")
 
@@ -94,6 +95,18 @@ SCENARIOS: list[Scenario] = [
              "layers_2025 with BENCH_DEPENDS=generator.",
              "instructions", "legacy", "tools/call", echo_call(), "echo", ["mcpcore", "mcpcore_layers"],
              env={**SESSION_ENV, "mcpcore_layers": {**SESSION_ENV["mcpcore_layers"], "BENCH_DEPENDS": "generator"}}),
+    Scenario("tasks_get", "tasks/get of a finished task, against tools/list (mcpcore)",
+             "A 2026-07-28 tasks/get (the client declares the tasks extension) of one finished task, and "
+             "tools/list, loaded in turn on the same server in the same run, with the memory and the Redis "
+             "stores; then the CPU a server left idle with 1,000 finished tasks uses over 10 s "
+             "(benchmarks/scenarios/tasks.py).",
+             "tasks", "modern", "tasks/get", {}, "task", ["mcpcore"],
+             skip={"sdk": NO_TASKS, "sdk_low": NO_TASKS,
+                   "fastmcp": "tasks need the fastmcp-tasks package and its Docket workers (not installed)",
+                   "starlette": "no tasks", "asgi": "no tasks"},
+             env={"mcpcore": {"BENCH_TASKS": "1"}},
+             variants={"memory": {"MCP_SESSION_STORE": "memory"}, "redis": {"MCP_SESSION_STORE": "redis"}},
+             capabilities={"extensions": {"io.modelcontextprotocol/tasks": {}}}),
     Scenario("idle_sessions", "RSS of idle 2025 sessions (memory store)",
              "Open N 2025 sessions (initialize + notifications/initialized) and leave them idle; RSS "
              "after minus RSS before (the server was warmed by opening and deleting 20 sessions).",

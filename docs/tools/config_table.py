@@ -149,6 +149,17 @@ MEANINGS: dict[str, str] = {
                                         "409.",
     "MCP_HTTP_STREAM_QUEUE_MAX": "Most messages waiting for a client that does not read; past it the "
                                  "stream is dropped (the client may resume from the event buffer).",
+    "MCP_TASKS_TTL_MS": "How long a task and its result are kept after it was created (a tool's "
+                        "`TaskSupport(ttl_ms=...)` overrides it); then it is gone (docs/tasks.md).",
+    "MCP_TASKS_MAX_TTL_MS": "Longest lifetime a 2025-11-25 client may ask for with `params.task.ttl`.",
+    "MCP_TASKS_POLL_INTERVAL_MS": "Polling interval suggested to clients (`pollIntervalMs` / `pollInterval`).",
+    "MCP_TASKS_LEASE_MS": "Lease of the instance running a task, renewed every third of it; when an instance "
+                          "dies, its tasks are run again elsewhere (tools declared `rerun=True`) or failed "
+                          "with the reason, within the lease (with Redis).",
+    "MCP_TASKS_MAX_PER_IDENTITY": "Most unfinished tasks one identity (tenant, client, subject) may have; "
+                                  "past it `tools/call` is refused (`-32003`, `too_many_tasks`).",
+    "MCP_TASKS_MAX_PER_INSTANCE": "Most tasks one instance runs at once; past it a new task is refused "
+                                  "(`-32000`, `task_capacity`: another instance may take it).",
 }
 
 

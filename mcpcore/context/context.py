@@ -209,6 +209,22 @@ class Context(RequestContext):
         return client_extension(self._req.client_capabilities, ext_id)
 
     @property
+    def task_id(self) -> str | None:
+        """The id of the task this call runs as (``None`` for an ordinary call)."""
+        task = self._req.task
+        return task.task_id if task is not None else None
+
+    async def start_task(self, message: str | None = None) -> None:
+        """Go on as a task from here: the client receives the task (``resultType: "task"``) now
+        and collects the result later. For a tool declared ``TaskSupport(..., start="handler")``
+        after the rounds of ``ctx.request_input`` it needed first; a call that already is a
+        task, or cannot become one (the client does not take tasks), just continues.
+        ``message`` becomes the task's ``statusMessage``."""
+        task = self._req.task
+        if task is not None:
+            await task.start(message)
+
+    @property
     def protocol_version(self) -> str:
         """The protocol revision this request is served under."""
         return self._req.protocol_version

@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol.versions import Era
 from .outbound import DiscardOutbound, Outbound
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..sessions.base import SessionRecord
     from ..storage.service import StateService
 
-__all__ = ["AuthInfo", "ContextServices", "Inbound", "new_request_token"]
+__all__ = ["AuthInfo", "ContextServices", "Inbound", "TaskHandle", "new_request_token"]
 
 _ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
@@ -44,6 +44,17 @@ class AuthInfo:
     @property
     def sub(self) -> str | None:
         return self.subject
+
+
+class TaskHandle(Protocol):
+    """The task a call runs as, or may start (``ctx.task_id``, ``ctx.start_task``)."""
+
+    @property
+    def task_id(self) -> str | None:
+        """The task's id once it exists."""
+
+    async def start(self, message: str | None = None) -> None:
+        """Make the call a task now, if it is not one yet and may become one."""
 
 
 def _no_notify(event: dict[str, Any], req: Inbound) -> None:
@@ -103,6 +114,7 @@ class Inbound:
     values: dict[object, Any] | None = None  # ctx.values, created on first use
     asgi_scope: Scope | None = None  # the HTTP request's ASGI scope (ctx.http)
     started: float = 0.0
+    task: TaskHandle | None = None  # set for a call that runs as (or may start) a task
     _request_id: str | None = None
 
     def __init__(self, method: str = "", jsonrpc_id: str | int | None = None, era: Era = Era.LEGACY,

@@ -23,6 +23,7 @@ from .common import (
     visibility_rule,
 )
 from .schema import ArgsPlan, OutputPlan, args_plan, json_schema, object_schema, output_plan
+from .tasks import TaskSupport, task_support
 
 if TYPE_CHECKING:
     from ..extensions.apps import App
@@ -101,6 +102,8 @@ class ToolDefinition:
     """The MCP App (HTML view) this tool opens, if any."""
     visible_to: VisibilityRule = None
     """Who sees and may call the tool (``None``: every caller)."""
+    task: TaskSupport | None = None
+    """How the tool runs as a task (``None``: it never does)."""
     unwrapped: bool = field(init=False, default=False)
     """2026-07-28 carries a non-object result as is (any JSON ``structuredContent``)."""
 
@@ -123,6 +126,8 @@ class ToolDefinition:
             out["icons"] = self.icons
         if self.meta:
             out["_meta"] = self.meta
+        if self.task is not None and not modern:  # 2026-07-28: the server alone decides
+            out["execution"] = {"taskSupport": self.task.mode}
         return out
 
 
@@ -187,6 +192,7 @@ def build_tool(
     input_schema: Mapping[str, Any] | None = None,
     app: App | None = None,
     visible_to: Visibility | None = None,
+    task: TaskSupport | str | None = None,
     localns: dict[str, Any] | None = None,
 ) -> ToolDefinition:
     """Build a :class:`ToolDefinition` from ``fn``; raises :class:`ConfigurationError` on mistakes."""
@@ -251,6 +257,7 @@ def build_tool(
         direct=fn if is_async(fn) else None,
         app=app,
         visible_to=visibility_rule(owner, visible_to),
+        task=task_support(owner, task),
     )
 
 
@@ -275,6 +282,7 @@ def tool(
     input_schema: Mapping[str, Any] | None = None,
     app: App | None = None,
     visible_to: Visibility | None = None,
+    task: TaskSupport | str | None = None,
 ) -> Callable[[F], F]: ...
 def tool(fn: Any = None, /, **options: Any) -> Any:
     """Declare a tool. Works bare (``@tool``) or with options (``@tool(name=..., ...)``).
@@ -302,6 +310,9 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
         visible_to: who sees the tool: scopes the caller must all hold, or a function of the
             caller's ``Context`` returning ``bool``. Lists leave it out for anyone else, and a
             call from them is refused as for an unknown tool.
+        task: ``"optional"``, ``"required"`` or a :class:`~mcpcore.definitions.tasks.TaskSupport`:
+            the tool may (or must) run as a task, whose result the client collects later
+            (docs/tasks.md). Default: an ordinary call.
     """
     def decorate(f: Any, localns: dict[str, Any] | None = None) -> Any:
         if not callable(f):

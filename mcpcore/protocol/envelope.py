@@ -65,12 +65,14 @@ def _same(header: str, body: Any) -> bool:
     return type(body) is str and header == body
 
 
-_NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+               # SEP-2663: a task's requests carry its id, so a load balancer may route by it
+               "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 # The header bytes of the versions and method names a matching request carries verbatim.
 _ASCII = {v: v.encode() for v in (*MODERN_VERSIONS, "initialize", "ping", "tools/list", "tools/call", "prompts/list",
                                   "prompts/get", "resources/list", "resources/read", "resources/templates/list",
                                   "completion/complete", "logging/setLevel", "server/discover",
-                                  "subscriptions/listen")}
+                                  "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel")}
 
 
 def check_headers(headers: Mapping[bytes, bytes], msg: Mapping[str, Any], version: str,

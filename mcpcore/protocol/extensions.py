@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 
-__all__ = ["APPS", "APP_MIME_TYPE", "SKILLS", "check_extensions", "client_extension", "client_extensions"]
+__all__ = ["APPS", "APP_MIME_TYPE", "SKILLS", "TASKS", "check_extensions", "client_extension", "client_extensions"]
 
 APPS = "io.modelcontextprotocol/ui"
 """MCP Apps (SEP-1865): tools with an HTML view served from a ``ui://`` resource."""
@@ -23,6 +23,8 @@ APP_MIME_TYPE = "text/html;profile=mcp-app"
 """The MIME type of an MCP App's ``ui://`` resource (and of the client's ``mimeTypes``)."""
 SKILLS = "io.modelcontextprotocol/skills"
 """Agent Skills over MCP (SEP-2640)."""
+TASKS = "io.modelcontextprotocol/tasks"
+"""Tasks (SEP-2663): a ``tools/call`` answered with a task the client polls (2026-07-28)."""
 
 # `_meta`-key rules: a mandatory prefix of dot-separated labels, a slash, then a name.
 _ID = re.compile(r"^[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*/"

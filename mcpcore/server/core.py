@@ -9,31 +9,45 @@ shaping and the list cache stay in the dispatcher.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..auth.scopes import check_scopes
 from ..config import Settings
 from ..context import Inbound
 from ..definitions.depends import DependencyOverrides
 from ..errors import McpError
-from ..protocol.extensions import APP_MIME_TYPE, APPS
+from ..protocol.extensions import APP_MIME_TYPE, APPS, TASKS
 from ..security.sealing import RequestStateSealer
 from .closing import Closing
 from .notify import Notifier
 from .registry import Registry
 
 if TYPE_CHECKING:
+    from ..definitions.tools import ToolDefinition
     from ..sessions.base import SessionRecord, SessionStore
     from ..telemetry import Telemetry
+    from .listen import ListenTopic
 
-__all__ = ["Handler", "ServerCore"]
+__all__ = ["Handler", "ServerCore", "TaskCalls"]
+
+# The 2025-11-25 ``tasks`` capability of a server whose tools may run as tasks.
+_LEGACY_TASKS: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+
+
+class TaskCalls(Protocol):
+    """How ``tools/call`` reaches the tasks of an app (:mod:`mcpcore.tasks`) for a tool
+    declared with ``task=``."""
+
+    def call(self, core: ServerCore, tool: ToolDefinition, params: dict[str, Any],
+             req: Inbound) -> Awaitable[dict[str, Any]]: ...
 
 
 class ServerCore:
     """The parts of a server its method handlers share (one per app)."""
 
-    __slots__ = ("_caps", "closing", "dependency_overrides", "extensions", "instructions", "notifier", "registry",
-                 "sealer", "server_info", "sessions", "settings", "telemetry")
+    __slots__ = ("_caps", "_legacy_caps", "closing", "dependency_overrides", "extensions", "instructions",
+                 "listen_topics", "notifier", "registry", "sealer", "server_info", "sessions", "settings", "tasks",
+                 "telemetry")
 
     def __init__(self, *, registry: Registry, settings: Settings, notifier: Notifier,
                  server_info: dict[str, Any], instructions: str | None = None,
@@ -53,6 +67,11 @@ class ServerCore:
         self._caps: tuple[int, dict[str, Any]] | None = None
         self.dependency_overrides = DependencyOverrides()
         """Dependencies replaced app-wide (``app.dependency_overrides``)."""
+        self._legacy_caps: tuple[int, dict[str, Any]] | None = None
+        self.tasks: TaskCalls | None = None
+        """Runs the tools declared with ``task=`` as tasks (``None``: they run as ordinary calls)."""
+        self.listen_topics: list[ListenTopic] = []
+        """What ``subscriptions/listen`` may carry beyond list changes and resource updates."""
 
     def capabilities(self) -> dict[str, Any]:
         """Server capabilities that match what is registered."""
@@ -77,18 +96,37 @@ class ServerCore:
         extensions = dict(self.extensions)
         if APPS not in extensions and any(t.app is not None for t in r.tools.values()):
             extensions[APPS] = {"mimeTypes": [APP_MIME_TYPE]}
+        if self.tasks is not None and TASKS not in extensions and any(t.task is not None for t in r.tools.values()):
+            extensions[TASKS] = {}
         if extensions:
             caps["extensions"] = extensions
+        return caps
+
+    def legacy_capabilities(self) -> dict[str, Any]:
+        """The capabilities a 2025-era ``initialize`` answers: tasks are the core ``tasks``
+        capability there (2025-11-25), not the extension."""
+        cached = self._legacy_caps
+        if cached is not None and cached[0] == self.registry.version and self._caps is not None:
+            return cached[1]
+        caps = self.capabilities()
+        if TASKS in caps.get("extensions", {}) and TASKS not in self.extensions:
+            caps = {**caps, "tasks": _LEGACY_TASKS}
+            others = {k: v for k, v in caps["extensions"].items() if k != TASKS}
+            if others:
+                caps["extensions"] = others
+            else:
+                del caps["extensions"]
+        self._legacy_caps = (self.registry.version, caps)
         return caps
 
     def declare_extension(self, ext_id: str, settings: dict[str, Any]) -> None:
         """Add ``ext_id`` to the capabilities this server declares."""
         self.extensions[ext_id] = settings
-        self._caps = None
+        self._caps = self._legacy_caps = None
 
     def forget_capabilities(self) -> None:
         """Recompute the capabilities on next use (a method or gate was added)."""
-        self._caps = None
+        self._caps = self._legacy_caps = None
 
     async def save_session(self, session: SessionRecord) -> None:
         """Store a 2025-era session a handler changed (no-op without a session store)."""

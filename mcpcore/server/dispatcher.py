@@ -165,10 +165,10 @@ class Dispatcher:
         return self.core.capabilities()
 
     def add_method(self, method: str, handler: Handler, *, gate: str | None = None,
-                   cache_hint: CacheHint | None = None) -> None:
-        """Serve an extension's ``method`` on both eras (``gate``: the server capability it
-        needs). With ``cache_hint`` its 2026-07-28 results carry ``ttlMs``/``cacheScope``."""
-        self._common[method] = handler
+                   cache_hint: CacheHint | None = None, era: Era | None = None) -> None:
+        """Serve an extension's ``method`` on both eras, or only on ``era`` (``gate``: the server
+        capability it needs). With ``cache_hint`` its 2026-07-28 results carry ``ttlMs``/``cacheScope``."""
+        (self._common if era is None else self._legacy if era is Era.LEGACY else self._modern)[method] = handler
         if gate is not None:
             self._gates[method] = gate
         if cache_hint is not None:

@@ -47,7 +47,7 @@ async def initialize(core: ServerCore, params: dict[str, Any], req: Inbound) -> 
         session.client_info = info
     result: dict[str, Any] = {
         "protocolVersion": version,
-        "capabilities": core.capabilities(),
+        "capabilities": core.legacy_capabilities(),
         "serverInfo": core.server_info,
     }
     if core.instructions:

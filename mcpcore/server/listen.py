@@ -3,7 +3,7 @@ client asked for, fed by the bus."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..bus.base import BusEvent
 from ..context import Inbound
@@ -17,7 +17,25 @@ from .visibility import ViewTracker
 if TYPE_CHECKING:
     from .core import ServerCore
 
-__all__ = ["honored_filter", "listen"]
+__all__ = ["ListenTopic", "honored_filter", "listen"]
+
+
+class ListenTopic(Protocol):
+    """A kind of notification an extension adds to ``subscriptions/listen`` (the tasks'
+    ``taskIds``), registered in ``core.listen_topics``."""
+
+    async def honor(self, core: ServerCore, requested: dict[str, Any], req: Inbound) -> dict[str, Any]:
+        """The part of the requested filter this topic honours (added to the acknowledgement);
+        raises ``McpError`` for a malformed or unauthorised request."""
+        ...
+
+    def wants(self, event: BusEvent, honored: dict[str, Any]) -> bool:
+        """Whether ``event`` is one of this topic's, for this stream (cheap: runs per event)."""
+        ...
+
+    async def notification(self, event: BusEvent, honored: dict[str, Any], req: Inbound) -> dict[str, Any] | None:
+        """The notification to send for a wanted ``event`` (``None``: nothing)."""
+        ...
 
 
 def honored_filter(requested: Any, capabilities: dict[str, Any], max_subscriptions: int = 100) -> dict[str, Any]:
@@ -61,7 +79,11 @@ def _wanted(event: BusEvent, honored: dict[str, Any]) -> bool:
 async def listen(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
     """``subscriptions/listen``: acknowledge the honoured filter, then forward matching events
     until the client goes or the server shuts down."""
-    honored = honored_filter(params.get("notifications"), core.capabilities(), core.settings.max_subscriptions)
+    requested = params.get("notifications")
+    honored = honored_filter(requested, core.capabilities(), core.settings.max_subscriptions)
+    topics = core.listen_topics
+    for topic in topics:
+        honored.update(await topic.honor(core, requested or {}, req))
     meta = {META_SUBSCRIPTION_ID: req.jsonrpc_id}
     queue: BoundedQueue[BusEvent] = BoundedQueue(core.settings.stream_queue_max)
 
@@ -69,7 +91,8 @@ async def listen(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict
     view = ViewTracker(core, req)
 
     def on_event(event: BusEvent) -> None:
-        if _wanted(event, honored) and reaches(event, tenant) and view.reaches(event):
+        if (_wanted(event, honored) and reaches(event, tenant) and view.reaches(event)) or any(
+                t.wants(event, honored) for t in topics):
             queue.put_nowait(event)
 
     unsubscribe = core.notifier.bus.subscribe(on_event)
@@ -83,6 +106,9 @@ async def listen(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict
             if event is None:
                 break
             note = notification_for(event)
+            for topic in topics:
+                if note is None and topic.wants(event, honored):
+                    note = await topic.notification(event, honored, req)
             if note is None:
                 continue
             note["params"] = {**note.get("params", {}), "_meta": meta}

@@ -22,7 +22,7 @@ from ..protocol.versions import Era
 if TYPE_CHECKING:
     from .core import ServerCore
 
-__all__ = ["run_rounds", "unseal"]
+__all__ = ["input_required_result", "run_rounds", "unseal"]
 
 log = logging.getLogger("mcpcore.server")
 
@@ -33,7 +33,9 @@ def _principal(req: Inbound) -> dict[str, str]:
             "tenant": req.tenant_id or ""}
 
 
-def _result(core: ServerCore, spec: InputRequiredSpec, req: Inbound, operation: str) -> dict[str, Any]:
+def input_required_result(core: ServerCore, spec: InputRequiredSpec, req: Inbound, operation: str) -> dict[str, Any]:
+    """The 2026-07-28 ``input_required`` answer to ``spec`` (its request state sealed when a key
+    is configured)."""
     out: dict[str, Any] = {"resultType": "input_required"}
     if spec.input_requests:
         out["inputRequests"] = {k: r.to_wire() for k, r in spec.input_requests.items()}
@@ -81,7 +83,7 @@ async def run_rounds(core: ServerCore, req: Inbound, operation: str,
             except InputRequired as sig:
                 spec = sig.spec
         if req.era is Era.MODERN:
-            return _result(core, spec, req, operation)
+            return input_required_result(core, spec, req, operation)
         rounds += 1
         if rounds > core.settings.max_input_rounds:
             raise McpError(JsonRpcErrorCode.InternalError,

@@ -23,6 +23,8 @@ from .asgi import StreamingASGITransport
 
 __all__ = ["McpTestClient", "parse_sse"]
 
+_NAMED = frozenset({"tools/call", "prompts/get", "resources/read", "tasks/get", "tasks/update", "tasks/cancel"})
+
 ClientHandler = Callable[[dict[str, Any] | None], Awaitable[dict[str, Any]] | dict[str, Any]]
 
 
@@ -132,8 +134,9 @@ class McpTestClient:
             h["mcp-protocol-version"] = self.protocol_version
             if method:
                 h["mcp-method"] = method
-                name = (params or {}).get("uri" if method == "resources/read" else "name")
-                if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
+                field = "uri" if method == "resources/read" else "taskId" if method.startswith("tasks/") else "name"
+                name = (params or {}).get(field)
+                if method in _NAMED and isinstance(name, str):
                     h["mcp-name"] = name
         else:
             if self.session_id:

@@ -141,6 +141,11 @@ class MessagePump:
     def _on_event(self, event: dict[str, Any]) -> None:
         if self.session is None or event.get("origin") == self.session.id:
             return
+        to = event.get("to")
+        if to is not None:  # a notification for one session (a task's status, its progress)
+            if to == self.session.id and type(event.get("note")) is dict:
+                self.writer.put(_json.dumps(event["note"]))
+            return
         if self._view is None:
             self._view = ViewTracker(self.rt.dispatcher.core, Inbound(
                 "stdio", None, Era.LEGACY, self.rt.services, self.auth, self.tenant_id))

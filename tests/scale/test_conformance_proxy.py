@@ -1,5 +1,7 @@
 """The official conformance suites against two Redis-backed instances behind a per-request
-round-robin proxy: every scored scenario passes, whichever instance serves each request."""
+round-robin proxy: every scored scenario passes, whichever instance serves each request, and so
+does every tasks scenario (a task created on one instance is polled, answered and cancelled on
+the other)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.test_conformance import _report, _run
+from tests.conformance.test_tasks_conformance import SCENARIOS, assert_every_check_passes, checks
 
 from .harness import cluster, proxy
 
@@ -29,3 +32,8 @@ def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_suites_behind_a_round_robin_proxy(proxied: str, group: str, args: list[str], tmp_path: Path) -> None:
     proc = _run(group, ["--url", proxied, *args], tmp_path)
     assert proc.returncode == 0, _report(proc)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_tasks_scenarios_behind_a_round_robin_proxy(proxied: str, scenario: str, tmp_path: Path) -> None:
+    assert_every_check_passes(scenario, checks(scenario, proxied, tmp_path))

@@ -143,6 +143,11 @@ class Streams:
         view = ViewTracker(self.ctx.dispatcher.core, viewer)
 
         def on_event(ev: dict[str, Any]) -> None:
+            to = ev.get("to")
+            if to is not None:  # a notification for one session (a task's status, its progress)
+                if to == record.id and type(ev.get("note")) is dict:
+                    queue.put_nowait(_json.dumps(ev["note"]))
+                return
             if ev.get("origin") == record.id or not view.reaches(ev):
                 return
             if ev.get("kind") == "resource":
