@@ -16,6 +16,7 @@ An attempt ends four ways, and the task (or, before a task exists, the call) fol
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,6 +26,7 @@ from ..context import Context, Inbound
 from ..context.inputs import InputRequired, InputRequiredSpec
 from ..definitions.tools import ToolDefinition
 from ..errors import McpError
+from ..server.dependencies import Resolution
 from ..server.invoke import PROTOCOL_ERRORS, invalid_arguments
 from ..server.results import classify_and_log, tool_error_result
 from ..server.tools import TOOLS
@@ -69,15 +71,31 @@ def validate_arguments(tool: ToolDefinition, args: Any) -> Any:
                                 issues) from None
 
 
-async def _call(tool: ToolDefinition, validated: Any, req: Inbound) -> dict[str, Any]:
+async def _call(core: ServerCore, tool: ToolDefinition, validated: Any, req: Inbound) -> dict[str, Any]:
     plan = tool.args
     kwargs = plan.kwargs(validated)
+    operation = TOOLS.operation(tool, tool.name)
     ctx: Context | None = None
     if plan.ctx_param is not None:
-        ctx = TOOLS.context(tool, req, TOOLS.operation(tool, tool.name), tool.name)
+        ctx = TOOLS.context(tool, req, operation, tool.name)
         kwargs[plan.ctx_param] = ctx
     direct = tool.direct
-    value = await (direct(**kwargs) if direct is not None else tool.call(kwargs))
+    if not plan.deps:
+        value = await (direct(**kwargs) if direct is not None else tool.call(kwargs))
+        return TOOLS.shape(tool, value, ctx, req, tool.name)
+    # An attempt resolves the tool's dependencies itself: it may run on another instance, long
+    # after the call that created the task, so what that request resolved is not at hand.
+    deps = Resolution(functools.partial(TOOLS.context, tool, req, operation, tool.name), core.dependency_overrides)
+    try:
+        for name, dep in plan.deps:
+            kwargs[name] = await deps.solve(dep)
+        value = await (direct(**kwargs) if direct is not None else tool.call(kwargs))
+    except BaseException as exc:
+        if deps.pending:
+            await deps.close(exc)
+        raise
+    if deps.pending:
+        await deps.close()
     return TOOLS.shape(tool, value, ctx, req, tool.name)
 
 
@@ -88,10 +106,10 @@ async def run_attempt(core: ServerCore, tool: ToolDefinition, validated: Any, re
     tel = core.telemetry
     try:
         if tel is None:
-            return Outcome("result", await _call(tool, validated, req))
+            return Outcome("result", await _call(core, tool, validated, req))
         with tel.tool_call(tool.name, req) as report:
             try:
-                result = await _call(tool, validated, req)
+                result = await _call(core, tool, validated, req)
             except BaseException:
                 report(True)
                 raise
