@@ -14,9 +14,9 @@ import os
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from mcpcore import Call, CallNext, Context, Depends, McpApp, Middleware, resource, tool
+from mcpcore_echo import doc, echo_logged  # the same definitions as the plain server's
 
-DOC = "mcpcore benchmark document: a short text resource."
+from mcpcore import Call, CallNext, Depends, McpApp, Middleware, tool
 
 
 class PassRequest(Middleware):
@@ -61,20 +61,6 @@ handle = handle_session if os.environ.get("BENCH_DEPENDS") == "generator" else h
 async def echo(text: str, h: Annotated[Handle, Depends(handle)]) -> str:
     """Return the text unchanged."""
     return text
-
-
-@tool
-async def echo_logged(text: str, ctx: Context) -> str:
-    """Log three lines to the client, then return the text."""
-    ctx.log.info("echo: start")
-    ctx.log.info("echo: working")
-    ctx.log.info("echo: done")
-    return text
-
-
-@resource("bench://doc", name="doc", mime_type="text/plain", description="A short text document")
-async def doc() -> str:
-    return DOC
 
 
 app = McpApp("bench", "1.0", tools=[echo, echo_logged], resources=[doc],

@@ -25,7 +25,8 @@ from typing import Any
 from ..context import AuthInfo
 from .errors import AuthError
 
-__all__ = ["TENANT_ID_MAX_LENGTH", "auth_info_from_claims", "is_valid_tenant_id", "scopes_from_claims"]
+__all__ = ["TENANT_ID_MAX_LENGTH", "auth_info_from_claims", "claim_strings", "is_valid_tenant_id", "names_resource",
+           "scopes_from_claims"]
 
 TENANT_ID_MAX_LENGTH = 128
 CLIENT_ID_MAX_LENGTH = 256
@@ -101,3 +102,23 @@ def auth_info_from_claims(claims: Mapping[str, Any], token: str | None = None) -
     expires_at = int(exp) if exp is not None else None
     return AuthInfo(client_id=client_id, scopes=scopes, subject=subject, tenant_id=tenant,
                     expires_at=expires_at, token=token, claims=dict(claims))
+
+
+def claim_strings(value: object) -> list[str]:
+    """A claim that is a string or an array of strings, as a list (anything else: empty)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def _no_slash(v: str) -> str:
+    return v[:-1] if v.endswith("/") else v
+
+
+def names_resource(claims: Mapping[str, Any], resource: str) -> bool:
+    """RFC 8707: whether ``resource`` is among the claims' ``resource`` and ``aud`` values (a
+    trailing slash on either side ignored)."""
+    want = _no_slash(resource)
+    return any(_no_slash(v) == want for v in claim_strings(claims.get("resource")) + claim_strings(claims.get("aud")))

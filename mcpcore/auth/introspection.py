@@ -31,7 +31,7 @@ import httpx
 from .. import _json
 from ..context import AuthInfo
 from ..errors import ConfigurationError
-from .claims import auth_info_from_claims
+from .claims import auth_info_from_claims, claim_strings, names_resource
 from .errors import AuthError
 from .oauth import check_url
 
@@ -41,18 +41,6 @@ log = logging.getLogger("mcpcore.auth")
 
 MAX_ANSWER_BYTES = 64 * 1024
 NEGATIVE_TTL = 30.0
-
-
-def _strip(v: str) -> str:
-    return v[:-1] if v.endswith("/") else v
-
-
-def _as_list(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [v for v in value if isinstance(v, str)]
-    return []
 
 
 class IntrospectionVerifier:
@@ -190,12 +178,10 @@ class IntrospectionVerifier:
     def _check(self, answer: Mapping[str, Any]) -> None:
         if self.issuer is not None and answer.get("iss") != self.issuer:
             raise AuthError.invalid_token("Token issuer is not accepted.", reason="issuer")
-        if self.audience is not None and self.audience not in _as_list(answer.get("aud")):
+        if self.audience is not None and self.audience not in claim_strings(answer.get("aud")):
             raise AuthError.invalid_token("Token audience is not accepted.", reason="audience")
-        if self.resource is not None:
-            want = _strip(self.resource)
-            if not any(_strip(v) == want for v in _as_list(answer.get("resource")) + _as_list(answer.get("aud"))):
-                raise AuthError.wrong_resource()
+        if self.resource is not None and not names_resource(answer, self.resource):
+            raise AuthError.wrong_resource()
         exp = answer.get("exp")
         if exp is not None and (not isinstance(exp, (int, float)) or exp <= time.time()):
             raise AuthError.invalid_token("Token has expired.", reason="expired")

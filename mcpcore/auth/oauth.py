@@ -40,7 +40,7 @@ from .. import _json
 from ..context import AuthInfo
 from ..errors import ConfigurationError
 from .base import map_jwt_error, parse_bearer, unverified_header
-from .claims import auth_info_from_claims
+from .claims import auth_info_from_claims, names_resource
 from .errors import AuthError
 
 __all__ = ["MAX_JWKS_BYTES", "OAuthAuthenticator", "check_url", "default_jwks_uri"]
@@ -69,18 +69,6 @@ def check_url(var: str, url: str) -> str:
 def default_jwks_uri(issuer: str) -> str:
     """``{issuer}/.well-known/jwks.json``."""
     return issuer.rstrip("/") + "/.well-known/jwks.json"
-
-
-def _strip_slash(v: str) -> str:
-    return v[:-1] if v.endswith("/") else v
-
-
-def _as_list(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [v for v in value if isinstance(v, str)]
-    return []
 
 
 class OAuthAuthenticator:
@@ -215,14 +203,9 @@ class OAuthAuthenticator:
             raise map_jwt_error(e) from None
         except (ValueError, TypeError, KeyError):  # hostile input PyJWT did not wrap: refuse, never a 500
             raise AuthError.invalid_token("Token is malformed.", reason="malformed") from None
-        if self.resource is not None and not self._for_this_resource(claims):
+        if self.resource is not None and not names_resource(claims, self.resource):
             raise AuthError.wrong_resource()
         return auth_info_from_claims(claims, token)
-
-    def _for_this_resource(self, claims: Mapping[str, Any]) -> bool:
-        want = _strip_slash(self.resource or "")
-        offered = _as_list(claims.get("resource")) + _as_list(claims.get("aud"))
-        return any(_strip_slash(v) == want for v in offered)
 
     # -- keys -----------------------------------------------------------------------------------
 
