@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 
 # The smoke run: every code path of the harness (JSON and SSE loads, 2025 sessions, the Redis
-# check, the A/B variants, idle sessions, instruction counts under valgrind (20 and 60 requests),
+# check on a standalone server and on a 3-node Cluster, the A/B variants, idle sessions, instruction counts under valgrind (20 and 60 requests),
 # ratios, targets, markdown, JSON, chart) on mcpcore and
 # the bare endpoints only, with 1 s loads and no warm-up, so it fits in a test suite.
 # Left out for time: call_logging_sse (sse_buffer runs the same SSE session path, with
@@ -108,6 +108,7 @@ SMOKE_PLAN: list[tuple[str, list[str]]] = [
     ("call_2025", ["mcpcore"]),
     ("instr_2025", ["mcpcore"]),
     ("call_2025_redis", ["mcpcore"]),
+    ("call_2025_redis_cluster", ["mcpcore"]),
     ("sse_buffer", ["mcpcore"]),
     ("idle_sessions", ["mcpcore"]),
 ]

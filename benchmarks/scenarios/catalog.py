@@ -28,6 +28,8 @@ SSE_ENV = {
 
 NO_REDIS_STORE = ("no pluggable session store: sessions live in a process-local dict "
                   "(python-peers.md §3)")
+REDIS_SKIP = {"sdk": NO_REDIS_STORE, "sdk_low": NO_REDIS_STORE,
+              "fastmcp": NO_REDIS_STORE + "; FastMCP's Redis stores hold app-level state, not transport sessions"}
 
 SCENARIOS: list[Scenario] = [
     Scenario("call_2026", "tools/call, 2026-07-28, JSON",
@@ -41,12 +43,17 @@ SCENARIOS: list[Scenario] = [
     Scenario("call_2025_redis", "tools/call, 2025 session in the Redis session store",
              "As call_2025 with MCP_SESSION_STORE=redis (a redis-server of our own on CPU 1): every "
              "request reads the session from Redis. Ratios use the bare endpoints of call_2025.",
-             "load", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"],
-             skip={"sdk": NO_REDIS_STORE, "sdk_low": NO_REDIS_STORE,
-                   "fastmcp": NO_REDIS_STORE + "; FastMCP's Redis stores hold "
-                   "app-level state, not transport sessions"},
+             "load", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"], skip=REDIS_SKIP,
              env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis"}},
-             redis=True, baseline_from="call_2025"),
+             redis="standalone", baseline_from="call_2025"),
+    Scenario("call_2025_redis_cluster", "tools/call, 2025 session in the Redis session store on a Cluster",
+             "As call_2025_redis with MCP_REDIS_MODE=cluster against a 3-master Redis Cluster of our own "
+             "(three cluster-enabled redis-servers on CPU 1, joined by redis-cli --cluster create). Ratios use "
+             "the bare endpoints of call_2025; Redis commands are summed over the three nodes.",
+             "load", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"], skip=REDIS_SKIP,
+             env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis",
+                              "MCP_REDIS_MODE": "cluster"}},
+             redis="cluster", baseline_from="call_2025"),
     Scenario("call_logging_sse", "tools/call logging 3 lines, 2025 session, SSE",
              "A 2025 session with logging/setLevel info; the tool sends three notifications/message "
              "before its result, so the response is an SSE stream of four events.",
