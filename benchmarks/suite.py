@@ -97,9 +97,10 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 
 # The smoke run: every code path of the harness (JSON and SSE loads, 2025 sessions, the Redis
-# check on a standalone server and on a 3-node Cluster, the A/B variants, idle sessions, instruction counts under valgrind (20 and 60 requests),
-# ratios, targets, markdown, JSON, chart) on mcpcore and
-# the bare endpoints only, with 1 s loads and no warm-up, so it fits in a test suite.
+# check on a standalone server and on a 3-node Cluster with mcpcore in memory interleaved, the
+# A/B variants, idle sessions, instruction counts under valgrind (20 and 60 requests), ratios,
+# targets, markdown, JSON, chart) on mcpcore and the bare endpoints only, with 1 s loads and no
+# warm-up, so it fits in a test suite.
 # Left out for time: call_logging_sse (sse_buffer runs the same SSE session path, with
 # logging/setLevel) and tools_list / resources_read (call_2026's path with another body and
 # verifier). Every server module that runs in the project's .venv is started at least once.

@@ -100,7 +100,8 @@ def _after_table(sc_res: dict[str, Any], rat: dict[str, Any]) -> list[str]:
         own = rat.get("mcpcore")
         if own and own.get("rounds"):
             out += ["", f"mcpcore's req/s over its own in `{own['from']}`, round by round (repeat i of each): "
-                        + ", ".join(times(v) for v in own["rounds"]) + f"; ratio of the medians {times(own['rps'])}."]
+                        + ", ".join(times(v) for v in own["rounds"]) + f"; ratio of the medians {times(own['rps'])}"
+                        + (f"; per CPU-second {times(own['rps_cpu'])}." if own.get("rps_cpu") else ".")]
     return out
 
 

@@ -31,6 +31,10 @@ class Scenario:
     log_level: str | None = None  # logging/setLevel on the session before the load
     redis: str | None = None  # the scenario's own Redis: "standalone" | "cluster" (None: no Redis)
     baseline_from: str | None = None  # take the bare endpoints' figures from this scenario
+    # Another scenario whose mcpcore run is measured again here, interleaved round by round with
+    # this one's (its row is "mcpcore (<that id>)"): the ratio between the two then compares runs
+    # a few seconds apart, not scenarios minutes apart on a machine whose speed drifts.
+    alongside: str | None = None
     variants: dict[str, dict[str, str]] = field(default_factory=dict)  # "ab": label -> extra env
 
 

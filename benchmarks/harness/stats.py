@@ -41,9 +41,10 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def ratios(results: dict[str, Any], scenarios: Mapping[str, Scenario]) -> dict[str, Any]:
     """mcpcore / baseline for every baseline measured in the same run (same scenario, or the
-    scenario named by ``baseline_from`` for the bare endpoints). A scenario with ``baseline_from``
-    is also set against mcpcore's own figures there (key ``"mcpcore"``): for the Redis scenarios,
-    the Redis session store over the in-memory one."""
+    scenario named by ``baseline_from`` for the bare endpoints). A scenario with ``alongside`` or
+    ``baseline_from`` is also set against mcpcore's own figures in that scenario (key
+    ``"mcpcore"``; the interleaved run when there is one): for the Redis scenarios, the Redis
+    session store over the in-memory one."""
     out: dict[str, Any] = {}
     for sid, sc_res in results.items():
         sc = scenarios[sid]
@@ -62,9 +63,9 @@ def ratios(results: dict[str, Any], scenarios: Mapping[str, Scenario]) -> dict[s
             if not src or src.get("status") != "ok":
                 continue
             r[b] = _ratio(m, src, origin)
-        own = results.get(sc.baseline_from or "", {}).get("servers", {}).get("mcpcore")
-        if own and own.get("status") == "ok":
-            r["mcpcore"] = _ratio(m, own, sc.baseline_from or "")
+        own, origin = _own_baseline(sc_res["servers"], results, sc)
+        if own is not None:
+            r["mcpcore"] = _ratio(m, own, origin)
             r["mcpcore"]["rounds"] = _rounds(m, own)
         out[sid] = r
     return out
@@ -79,8 +80,21 @@ def _ratio(m: dict[str, Any], src: dict[str, Any], origin: str) -> dict[str, Any
             "rss": (m["rss_mb"] / src["rss_mb"]) if m.get("rss_mb") and src.get("rss_mb") else None}
 
 
+def _own_baseline(servers: dict[str, Any], results: dict[str, Any],
+                  sc: Scenario) -> tuple[dict[str, Any] | None, str]:
+    """mcpcore's figures to set this scenario's against, and where they come from: its
+    interleaved run of ``sc.alongside``, else ``sc.baseline_from``'s run (None: neither)."""
+    for r in servers.values():
+        if r.get("as_in") and r.get("status") == "ok":
+            return r, f"{r['as_in']}, interleaved"
+    own = results.get(sc.baseline_from or "", {}).get("servers", {}).get("mcpcore")
+    if sc.baseline_from and own and own.get("status") == "ok":
+        return own, sc.baseline_from
+    return None, ""
+
+
 def _rounds(m: dict[str, Any], src: dict[str, Any]) -> list[float]:
     """req/s over the other result's, round by round (repeat i of one against repeat i of the
-    other: the scenarios run one after the other, so round i of each is minutes apart)."""
+    other: seconds apart for an interleaved run, minutes apart for another scenario's)."""
     return [a["rps"] / b["rps"] for a, b in zip(m.get("repeats", []), src.get("repeats", []), strict=False)
             if a.get("rps") and b.get("rps")]

@@ -42,18 +42,20 @@ SCENARIOS: list[Scenario] = [
              "load", "legacy", "tools/call", echo_call(), "echo", ORDER, env=SESSION_ENV),
     Scenario("call_2025_redis", "tools/call, 2025 session in the Redis session store",
              "As call_2025 with MCP_SESSION_STORE=redis (a redis-server of our own on CPU 1): every "
-             "request reads the session from Redis. Ratios use the bare endpoints of call_2025.",
+             "request reads the session from Redis. Ratios use the bare endpoints of call_2025; mcpcore in "
+             "memory (call_2025's settings) is measured again here, interleaved, for the Redis/memory ratio.",
              "load", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"], skip=REDIS_SKIP,
              env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis"}},
-             redis="standalone", baseline_from="call_2025"),
+             redis="standalone", baseline_from="call_2025", alongside="call_2025"),
     Scenario("call_2025_redis_cluster", "tools/call, 2025 session in the Redis session store on a Cluster",
              "As call_2025_redis with MCP_REDIS_MODE=cluster against a 3-master Redis Cluster of our own "
              "(three cluster-enabled redis-servers on CPU 1, joined by redis-cli --cluster create). Ratios use "
-             "the bare endpoints of call_2025; Redis commands are summed over the three nodes.",
+             "the bare endpoints of call_2025 and mcpcore in memory measured again here, interleaved; Redis commands "
+             "are summed over the three nodes.",
              "load", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"], skip=REDIS_SKIP,
              env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis",
                               "MCP_REDIS_MODE": "cluster"}},
-             redis="cluster", baseline_from="call_2025"),
+             redis="cluster", baseline_from="call_2025", alongside="call_2025"),
     Scenario("call_logging_sse", "tools/call logging 3 lines, 2025 session, SSE",
              "A 2025 session with logging/setLevel info; the tool sends three notifications/message "
              "before its result, so the response is an SSE stream of four events.",

@@ -28,6 +28,7 @@ from ..harness.scenario import Ctx, Family, Scenario
 from ..harness.stats import summarize
 from ..harness.wire import open_session, request_headers, request_message, verify
 from ..harness.wrk import run_wrk, wrk_script
+from .catalog import SCENARIO_BY_ID
 
 Variant = tuple[str, Server, dict[str, str]]  # (label in the report, server, its environment)
 
@@ -40,7 +41,7 @@ def measure_once(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str]) ->
             session: dict[str, Any] = {}
             if sc.wire == "legacy":
                 session = open_session(client, run.url, sc.log_level)
-            if ctx.redis is not None and ctx.redis.keys() <= 0:
+            if sc.redis and ctx.redis is not None and ctx.redis.keys() <= 0:
                 raise ServerFailed("the server started and opened a session but stored nothing in Redis: "
                                    "MCP_SESSION_STORE=redis is accepted and ignored (sessions stay in memory)")
             headers = request_headers(sc, session.get("session_id"))
@@ -50,9 +51,10 @@ def measure_once(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str]) ->
         if ctx.load.warmup > 0:
             run_wrk(ctx.tools, script, run.url, ctx.load.warmup, ctx.load)
         redis_cpu0 = None
-        if ctx.redis is not None:
-            ctx.redis.reset_stats()
-            redis_cpu0 = ctx.redis.cpu_seconds()
+        redis = ctx.redis if sc.redis else None
+        if redis is not None:
+            redis.reset_stats()
+            redis_cpu0 = redis.cpu_seconds()
         cpu0, core0, load0, t0 = (proc_cpu_seconds(run.proc.pid), cpu_busy_seconds(SERVER_CPU),
                                   cpu_busy_seconds(LOAD_CPU), time.monotonic())
         data = run_wrk(ctx.tools, script, run.url, ctx.load.duration, ctx.load)
@@ -60,12 +62,12 @@ def measure_once(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str]) ->
                                   cpu_busy_seconds(LOAD_CPU), time.monotonic())
         rss, hwm = proc_status(run.proc.pid, "VmRSS"), proc_status(run.proc.pid, "VmHWM")
         redis_stats: dict[str, Any] = {}
-        if ctx.redis is not None:
-            calls = ctx.redis.calls()  # summed over the nodes
-            cpu = ctx.redis.cpu_seconds()
+        if redis is not None:
+            calls = redis.calls()  # summed over the nodes
+            cpu = redis.cpu_seconds()
             redis_stats = {"redis_cpu": (cpu - redis_cpu0) / (t1 - t0)
                            if cpu is not None and redis_cpu0 is not None else None,
-                           "redis_nodes": len(ctx.redis.ports),
+                           "redis_nodes": len(redis.ports),
                            "redis_calls_per_request": {k: round(v / max(1, data["requests"]), 4)
                                                        for k, v in sorted(calls.items())}}
         with httpx.Client(timeout=30, verify=False, trust_env=False) as client:  # still correct after the load?
@@ -115,8 +117,12 @@ def _log_sample(sc: Scenario, name: str, r: int, attempt: int, res: dict[str, An
            if res["quality"] else ""))
 
 
-def run_variants(ctx: Ctx, sc: Scenario, variants: list[Variant]) -> dict[str, Any]:
-    """Measure every variant ``ctx.repeat`` times, interleaved; each one's summary (or failure)."""
+def run_variants(ctx: Ctx, sc: Scenario, variants: list[Variant],
+                 measured_as: dict[str, Scenario] | None = None) -> dict[str, Any]:
+    """Measure every variant ``ctx.repeat`` times, interleaved; each one's summary (or failure).
+    A variant named in ``measured_as`` runs that scenario's request, checks and Redis use
+    instead of ``sc``'s."""
+    as_of = measured_as or {}
     results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
     failed: dict[str, str] = {}
     with contextlib.ExitStack() as stack:
@@ -126,20 +132,22 @@ def run_variants(ctx: Ctx, sc: Scenario, variants: list[Variant]) -> dict[str, A
                 ctx.redis = stack.enter_context(start(ctx.tools, ctx.workdir))
             except ServerFailed as exc:
                 return {name: {"status": "not available", "reason": str(exc)} for name, _, _ in variants}
-            for _, _, env in variants:
-                env["REDIS_URL"] = ctx.redis.url
+            for name, _, env in variants:
+                if as_of.get(name, sc).redis:
+                    env["REDIS_URL"] = ctx.redis.url
         for r in range(ctx.repeat):
             for name, server, env in variants:
+                vsc = as_of.get(name, sc)
                 if name in failed:
                     continue
-                if ctx.redis is not None:
+                if vsc.redis and ctx.redis is not None:
                     ctx.redis.flush()
                 attempts: list[dict[str, Any]] = []
                 for attempt in range(1 + ctx.load.retries):
                     waited = wait_quiet(ctx.load.quiet_wait)
                     t0 = time.monotonic()
                     try:
-                        res = measure_once(ctx, sc, server, env)
+                        res = measure_once(ctx, vsc, server, env)
                     except ServerFailed as exc:
                         failed[name] = str(exc)
                         log(f"  {sc.id:<17} {name:<11} #{r + 1}: FAILED {exc}")
@@ -162,18 +170,28 @@ def run_variants(ctx: Ctx, sc: Scenario, variants: list[Variant]) -> dict[str, A
     for name, _, env in variants:
         if name in failed:
             reason = failed[name]
-            status = "not available" if sc.redis and ("refuse" in reason or "exited" in reason
-                                                      or "Redis" in reason) else "failed"
+            status = "not available" if as_of.get(name, sc).redis and (
+                "refuse" in reason or "exited" in reason or "Redis" in reason) else "failed"
             out[name] = {"status": status, "reason": reason}
         else:
             out[name] = summarize(results[name])
         out[name]["env"] = {k: v for k, v in env.items() if k != "REDIS_URL"}
+        if name in as_of:
+            out[name]["as_in"] = as_of[name].id
     return out
 
 
 def run(ctx: Ctx, sc: Scenario, servers: list[str]) -> dict[str, Any]:
-    """Every selected server with the scenario's environment for it."""
-    return run_variants(ctx, sc, [(key, SERVERS[key], dict(sc.env.get(key, {}))) for key in servers])
+    """Every selected server with the scenario's environment for it; with ``sc.alongside``,
+    mcpcore as that scenario runs it too, interleaved (row "mcpcore (<its id>)")."""
+    variants: list[Variant] = [(key, SERVERS[key], dict(sc.env.get(key, {}))) for key in servers]
+    measured_as: dict[str, Scenario] = {}
+    if sc.alongside and "mcpcore" in servers:
+        other = SCENARIO_BY_ID[sc.alongside]
+        name = f"mcpcore ({other.id})"
+        variants.append((name, SERVERS["mcpcore"], dict(other.env.get("mcpcore", {}))))
+        measured_as[name] = other
+    return run_variants(ctx, sc, variants, measured_as)
 
 
 def table(sc: Scenario, servers: dict[str, Any]) -> list[str]:
