@@ -8,13 +8,14 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from .config import REDIS_CLI_HINT, REDIS_HINT, ServerFailed
 from .machine import Tools
 from .processes import free_port, stop
-from .redis_server import RedisDeployment, redis_info, start_node
+from .redis_server import RedisDeployment, redis_info, redis_server, start_node
 
 MASTERS = 3
 # Redis refuses a cluster node's port above 55535: its cluster bus would be on port + 10000 by
@@ -78,3 +79,8 @@ def _cluster_info(port: int) -> str:
     with contextlib.suppress(OSError):
         return redis_info(port, "CLUSTER INFO")
     return ""
+
+
+def redis_for(mode: str) -> Callable[[Tools, Path], AbstractContextManager[RedisDeployment]]:
+    """How to start a scenario's Redis: ``"cluster"`` (3 masters) or ``"standalone"``."""
+    return redis_cluster if mode == "cluster" else redis_server

@@ -84,6 +84,20 @@ SCENARIOS: list[Scenario] = [
     Scenario("instr_2025", "Instructions per tools/call, 2025 stateful session (valgrind)",
              "call_2025's exact request and session, counted as in instr_2026.",
              "instructions", "legacy", "tools/call", echo_call(), "echo", ORDER, env=SESSION_ENV),
+    Scenario("instr_2025_redis", "Instructions per tools/call, 2025 session in the Redis session store (valgrind)",
+             "call_2025_redis's exact request and store (a redis-server of our own), counted as in instr_2025: "
+             "set against mcpcore's count there, what the Redis store costs per request without the noise of "
+             "req/s.",
+             "instructions", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"], skip=REDIS_SKIP,
+             env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis"}},
+             redis="standalone", baseline_from="instr_2025"),
+    Scenario("instr_2025_redis_cluster", "Instructions per tools/call, 2025 session in the Redis store on a "
+             "Cluster (valgrind)",
+             "call_2025_redis_cluster's exact request, store and 3-master Cluster, counted as in instr_2025.",
+             "instructions", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"], skip=REDIS_SKIP,
+             env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis",
+                              "MCP_REDIS_MODE": "cluster"}},
+             redis="cluster", baseline_from="instr_2025"),
     Scenario("idle_sessions", "RSS of idle 2025 sessions (memory store)",
              "Open N 2025 sessions (initialize + notifications/initialized) and leave them idle; RSS "
              "after minus RSS before (the server was warmed by opening and deleting 20 sessions).",

@@ -20,8 +20,7 @@ from ..harness.catalog import SERVERS, Server, label
 from ..harness.config import LOAD_CPU, SERVER_CPU, ServerFailed, log
 from ..harness.launch import start_server
 from ..harness.processes import stop
-from ..harness.redis_cluster import redis_cluster
-from ..harness.redis_server import redis_server
+from ..harness.redis_cluster import redis_for
 from ..harness.report import cell, fmt
 from ..harness.sampling import cpu_busy_seconds, proc_cpu_seconds, proc_status, wait_quiet
 from ..harness.scenario import Ctx, Family, Scenario
@@ -127,9 +126,8 @@ def run_variants(ctx: Ctx, sc: Scenario, variants: list[Variant],
     failed: dict[str, str] = {}
     with contextlib.ExitStack() as stack:
         if sc.redis:
-            start = redis_cluster if sc.redis == "cluster" else redis_server
             try:
-                ctx.redis = stack.enter_context(start(ctx.tools, ctx.workdir))
+                ctx.redis = stack.enter_context(redis_for(sc.redis)(ctx.tools, ctx.workdir))
             except ServerFailed as exc:
                 return {name: {"status": "not available", "reason": str(exc)} for name, _, _ in variants}
             for name, _, env in variants:

@@ -85,4 +85,9 @@ def _own_note(results: dict[str, Any], rat: dict[str, Any], sid: str) -> str:
     note = f"per CPU-second: {own['rps_cpu']:.2f}x" if own.get("rps_cpu") else ""
     if own.get("rounds"):
         note += ("; " if note else "") + "by round: " + ", ".join(f"{v:.2f}x" for v in own["rounds"])
+    mine = results.get(sid.replace("call_", "instr_"), {}).get("servers", {}).get("mcpcore", {})
+    memory = results.get("instr_2025", {}).get("servers", {}).get("mcpcore", {})
+    if mine.get("status") == "ok" and memory.get("status") == "ok":
+        note += (("; " if note else "") + f"instructions per request over the memory store's: "
+                 f"{mine['ir'] / memory['ir']:.2f}x (lower is better)")
     return note
