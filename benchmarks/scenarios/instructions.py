@@ -179,9 +179,9 @@ def _count_all(ctx: Ctx, sc: Scenario, servers: list[str], extra: dict[str, str]
             out[key] = {"status": "failed", "reason": str(exc)}
             continue
         res["env"] = env
-        seeds = ", ".join(f"{seed}: {ir:,.0f}" for seed, ir in res["per_seed"].items())
+        by_seed = ", ".join(f"{seed}: {ir:,.0f}" for seed, ir in res["per_seed"].items())
         log(f"  {sc.id:<17} {key:<11}: {res['ir']:>11,.0f} instructions/request  "
-            f"I1 misses {res['i1_misses']:>8,.0f}  D1 misses {res['d1_misses']:>8,.0f}  (hash seeds {seeds})")
+            f"I1 misses {res['i1_misses']:>8,.0f}  D1 misses {res['d1_misses']:>8,.0f}  (hash seeds {by_seed})")
         out[key] = res
     return out
 
