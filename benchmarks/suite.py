@@ -97,10 +97,11 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 
 # The smoke run: every code path of the harness (JSON and SSE loads, 2025 sessions, the Redis
-# check, the A/B variants, idle sessions, instruction counts under valgrind (20 and 60 requests),
-# ratios, targets, markdown, JSON, chart) on mcpcore and
-# the bare endpoints only, with 1 s loads and no warm-up, so it fits in a test suite (tasks_get
-# with the memory store alone and a short idle window).
+# check on a standalone server and on a 3-node Cluster with mcpcore in memory interleaved, the
+# A/B variants, idle sessions, instruction counts under valgrind (20 and 60 requests), ratios,
+# targets, markdown, JSON, chart) on mcpcore and the bare endpoints only, with 1 s loads and no
+# warm-up, so it fits in a test suite (tasks_get with the memory store alone and a short idle
+# window).
 # Left out for time: call_logging_sse (sse_buffer runs the same SSE session path, with
 # logging/setLevel) and tools_list / resources_read (call_2026's path with another body and
 # verifier). Every server module that runs in the project's .venv is started at least once.
@@ -109,6 +110,7 @@ SMOKE_PLAN: list[tuple[str, list[str]]] = [
     ("call_2025", ["mcpcore"]),
     ("instr_2025", ["mcpcore"]),
     ("call_2025_redis", ["mcpcore"]),
+    ("call_2025_redis_cluster", ["mcpcore"]),
     ("sse_buffer", ["mcpcore"]),
     ("idle_sessions", ["mcpcore"]),
     ("tasks_get", ["mcpcore"]),

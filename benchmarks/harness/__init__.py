@@ -11,7 +11,8 @@ the reverse (tests/test_bench_layout.py checks it).
     sampling       /proc readings, the wait for quiet cores, the quality bar (LoadSettings)
     wire           MCP requests as the harness sends them, the answer checks, sessions
     wrk            the Lua script for a scenario and one wrk run
-    redis_server   a private redis-server for the Redis scenario, and its counters
+    redis_server   a private redis-server for the Redis scenarios; RedisDeployment and its counters
+    redis_cluster  a private 3-master Redis Cluster (three nodes joined by redis-cli)
     scenario       what a scenario is (Scenario), a run's context (Ctx), a family (Family)
     stats          medians over repeats, mcpcore/baseline ratios
     report         results.md, results.json, the chart and the README section

@@ -18,8 +18,9 @@ LABELS = {"mcpcore": "mcpcore", "sdk": "mcp SDK 2.3", "sdk_low": "mcp SDK low-le
           "starlette": "bare Starlette", "asgi": "pure ASGI (limit)"}
 COLORS = {"mcpcore": "#d62728", "sdk": "#1f77b4", "sdk_low": "#17becf", "fastmcp": "#9467bd", "starlette": "#7f7f7f",
           "asgi": "#bcbd22"}
-SHORT = {"call_2026": "tools/call\n2026 JSON", "call_2025": "tools/call\n2025 session", "call_2025_redis":
-         "tools/call\n2025 Redis", "call_logging_sse": "tools/call\n3 logs, SSE", "tools_list": "tools/list\n2026",
+SHORT = {"call_2026": "tools/call\n2026 JSON", "call_2025": "tools/call\n2025 session",
+         "call_2025_redis": "tools/call\n2025 Redis", "call_2025_redis_cluster": "tools/call\n2025 Cluster",
+         "call_logging_sse": "tools/call\n3 logs, SSE", "tools_list": "tools/list\n2026",
          "resources_read": "resources/read\n2026"}
 
 

@@ -17,6 +17,7 @@ OUT_DIR = ROOT / "docs" / "bench"
 WRK_HINT = "wrk is not installed: install it with `apt-get install -y wrk` (Debian/Ubuntu) and run again."
 TASKSET_HINT = "taskset is missing (package util-linux: `apt-get install -y util-linux`); running UNPINNED."
 REDIS_HINT = "redis-server is not installed (`apt-get install -y redis-server`)"
+REDIS_CLI_HINT = "redis-cli is not installed (`apt-get install -y redis-tools`)"
 
 SERVER_CPU = "0"
 LOAD_CPU = "1"

@@ -43,6 +43,7 @@ class Tools:
     taskset: str | None
     redis: str | None
     pinned: bool
+    redis_cli: str | None = None  # joins the Cluster's nodes (redis-cli --cluster create)
     nice: list[str] = field(default_factory=list)  # e.g. ["nice", "-n", "-5"] when allowed
 
     def server_prefix(self) -> list[str]:
@@ -53,7 +54,7 @@ class Tools:
 
 
 def find_tools() -> Tools:
-    """Find wrk, taskset, redis-server and nice; move this process to the load CPU when pinned.
+    """Find wrk, taskset, redis-server, redis-cli and nice; move this process to the load CPU when pinned.
 
     Raises:
         BenchError: wrk is missing (the message carries the install command).
@@ -74,7 +75,8 @@ def find_tools() -> Tools:
     # being starved by background work on their cores; what is left is caught by the quality bar.
     nice_bin = shutil.which("nice")
     nice = [nice_bin, "-n", str(NICE)] if nice_bin and hasattr(os, "geteuid") and os.geteuid() == 0 else []
-    return Tools(wrk=wrk, taskset=taskset, redis=shutil.which("redis-server"), pinned=pinned, nice=nice)
+    return Tools(wrk=wrk, taskset=taskset, redis=shutil.which("redis-server"), pinned=pinned, nice=nice,
+                 redis_cli=shutil.which("redis-cli"))
 
 
 def ensure_peers_venv() -> Path:

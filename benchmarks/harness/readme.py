@@ -13,7 +13,8 @@ from typing import Any
 START = "<!-- bench:start (written by make bench from docs/bench/results.json) -->"
 END = "<!-- bench:end -->"
 
-SCENARIOS = ["call_2026", "call_2025", "call_2025_redis", "call_logging_sse", "tools_list", "resources_read"]
+SCENARIOS = ["call_2026", "call_2025", "call_2025_redis", "call_2025_redis_cluster", "call_logging_sse", "tools_list",
+             "resources_read"]
 PEERS = [("starlette", "bare Starlette"), ("asgi", "pure ASGI (limit)"), ("sdk", "mcp SDK 2.3"),
          ("sdk_low", "mcp SDK 2.3 low-level"), ("fastmcp", "FastMCP 4.2")]
 

@@ -50,7 +50,8 @@ def _header(meta: dict[str, Any]) -> list[str]:
                "inflate the way it cuts req/s; \"req per CPU-s\" in the ratio tables is its inverse); server "
                "CPU = the server process's CPU time / wall time (near 100% = its core is the bottleneck); wrk CPU = "
                "the load generator's share of CPU 1; other load = each core busy with anything else (other "
-               "processes, interrupts; redis-server on CPU 1 in the Redis scenario): the noise gauge of a shared "
+               "processes, interrupts; not our own redis-servers, whose CPU is given with their command counts): the "
+               "noise gauge of a shared "
                "machine; response = what the pre-load check received for the exact request wrk sends.")
     out.append(f"Quality bar: a sample counts when CPU 0 was at most {s.get('max_noise', 0.1) * 100:.0f}% busy with "
                f"other work and the server used at least {s.get('min_server_cpu', 0.9) * 100:.0f}% of it; a sample "
@@ -75,10 +76,13 @@ def _after_table(sc_res: dict[str, Any], rat: dict[str, Any]) -> list[str]:
         for key, why in skipped.items():
             out.append(f"- {SERVERS[key].label}: skipped — {why}")
     for k, r in servers.items():
-        if r.get("redis_calls_per_request"):
-            calls = ", ".join(f"{c} {n:g}" for c, n in r["redis_calls_per_request"].items())
-            out += ["", f"Redis commands per request ({label(k)}): {calls}; "
-                        f"redis-server CPU {(r.get('redis_cpu') or 0) * 100:.0f}% of CPU 1."]
+        if r.get("redis_calls_per_request") is not None:
+            calls = ", ".join(f"{c} {n:g}" for c, n in r["redis_calls_per_request"].items()) or "none"
+            nodes = r.get("redis_nodes", 1)
+            out += ["", f"Redis commands per request ({label(k)}"
+                        + (f", summed over the {nodes} nodes" if nodes > 1 else "") + f"): {calls}; "
+                        f"redis-server CPU {(r.get('redis_cpu') or 0) * 100:.0f}% of CPU 1"
+                        + (" (all nodes)." if nodes > 1 else ".")]
     notes = [f"- {SERVERS[k].label}: logging/setLevel {cell(r['set_level'])} (the logs arrived anyway; "
              "the check requires all three)" for k, r in servers.items()
              if k in SERVERS and r.get("set_level") and r["set_level"] != "ok"]
@@ -90,8 +94,14 @@ def _after_table(sc_res: dict[str, Any], rat: dict[str, Any]) -> list[str]:
         out.append("| vs | req/s | req per CPU-s | p50 | p99 | RSS | figures from |")
         out.append("|---|---:|---:|---:|---:|---:|---|")
         for b, rr in rat.items():
-            out.append(f"| {SERVERS[b].label} | {times(rr['rps'])} | {times(rr.get('rps_cpu'))} | {times(rr['p50'])} | "
+            name = f"{SERVERS[b].label} itself" if b == "mcpcore" else SERVERS[b].label
+            out.append(f"| {name} | {times(rr['rps'])} | {times(rr.get('rps_cpu'))} | {times(rr['p50'])} | "
                        f"{times(rr['p99'])} | {times(rr['rss'])} | `{rr['from']}` |")
+        own = rat.get("mcpcore")
+        if own and own.get("rounds"):
+            out += ["", f"mcpcore's req/s over its own in `{own['from']}`, round by round (repeat i of each): "
+                        + ", ".join(times(v) for v in own["rounds"]) + f"; ratio of the medians {times(own['rps'])}"
+                        + (f"; per CPU-second {times(own['rps_cpu'])}." if own.get("rps_cpu") else ".")]
     return out
 
 

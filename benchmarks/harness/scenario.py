@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .machine import Tools
+from .redis_server import RedisDeployment
 from .sampling import LoadSettings
 
 
@@ -28,8 +29,12 @@ class Scenario:
     skip: dict[str, str] = field(default_factory=dict)
     env: dict[str, dict[str, str]] = field(default_factory=dict)
     log_level: str | None = None  # logging/setLevel on the session before the load
-    redis: bool = False
+    redis: str | None = None  # the scenario's own Redis: "standalone" | "cluster" (None: no Redis)
     baseline_from: str | None = None  # take the bare endpoints' figures from this scenario
+    # Another scenario whose mcpcore run is measured again here, interleaved round by round with
+    # this one's (its row is "mcpcore (<that id>)"): the ratio between the two then compares runs
+    # a few seconds apart, not scenarios minutes apart on a machine whose speed drifts.
+    alongside: str | None = None
     variants: dict[str, dict[str, str]] = field(default_factory=dict)  # "ab": label -> extra env
     capabilities: dict[str, Any] = field(default_factory=dict)  # 2026-07-28 clientCapabilities
 
@@ -44,8 +49,7 @@ class Ctx:
     workdir: Path
     sessions: int
     settle: float = 0.5  # seconds of quiet before reading RSS (doubled after opening the sessions)
-    redis_port: int | None = None
-    redis_pid: int | None = None
+    redis: RedisDeployment | None = None  # the scenario's Redis while it runs
     repeat: int = 5  # measured runs per server of a load scenario
     session_repeat: int = 3  # runs per server of a sessions scenario
     smoke: bool = False  # the CI-sized run (instruction counts over fewer requests)

@@ -29,7 +29,9 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         out["set_level"] = runs[0]["set_level"]
     if "redis_calls_per_request" in runs[0]:
         out["redis_calls_per_request"] = runs[-1]["redis_calls_per_request"]
-        out["redis_cpu"] = statistics.median(r["redis_cpu"] for r in runs if r.get("redis_cpu") is not None)
+        cpus = [r["redis_cpu"] for r in runs if r.get("redis_cpu") is not None]
+        out["redis_cpu"] = statistics.median(cpus) if cpus else None
+        out["redis_nodes"] = runs[-1].get("redis_nodes", 1)
     out["repeats"] = [{k: r.get(k) for k in ("rps", "rps_cpu", "p50_ms", "p99_ms", "rss_mb", "server_cpu", "wrk_cpu",
                                              "core0_other", "core1_other", "errors", "attempts", "quality")}
                       for r in runs]
@@ -39,7 +41,10 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def ratios(results: dict[str, Any], scenarios: Mapping[str, Scenario]) -> dict[str, Any]:
     """mcpcore / baseline for every baseline measured in the same run (same scenario, or the
-    scenario named by ``baseline_from`` for the bare endpoints)."""
+    scenario named by ``baseline_from`` for the bare endpoints). A scenario with ``alongside`` or
+    ``baseline_from`` is also set against mcpcore's own figures in that scenario (key
+    ``"mcpcore"``; the interleaved run when there is one): for the Redis scenarios, the Redis
+    session store over the in-memory one."""
     out: dict[str, Any] = {}
     for sid, sc_res in results.items():
         sc = scenarios[sid]
@@ -57,10 +62,39 @@ def ratios(results: dict[str, Any], scenarios: Mapping[str, Scenario]) -> dict[s
                 origin = sc.baseline_from
             if not src or src.get("status") != "ok":
                 continue
-            r[b] = {"from": origin, "rps": m["rps"] / src["rps"],
-                    "rps_cpu": m["rps_cpu"] / src["rps_cpu"] if m.get("rps_cpu") and src.get("rps_cpu") else None,
-                    "p50": m["p50_ms"] / src["p50_ms"],
-                    "p99": m["p99_ms"] / src["p99_ms"],
-                    "rss": (m["rss_mb"] / src["rss_mb"]) if m.get("rss_mb") and src.get("rss_mb") else None}
+            r[b] = _ratio(m, src, origin)
+        own, origin = _own_baseline(sc_res["servers"], results, sc)
+        if own is not None:
+            r["mcpcore"] = _ratio(m, own, origin)
+            r["mcpcore"]["rounds"] = _rounds(m, own)
         out[sid] = r
     return out
+
+
+def _ratio(m: dict[str, Any], src: dict[str, Any], origin: str) -> dict[str, Any]:
+    """mcpcore's medians over another result's (req/s, req per CPU-second, p50, p99, RSS)."""
+    return {"from": origin, "rps": m["rps"] / src["rps"],
+            "rps_cpu": m["rps_cpu"] / src["rps_cpu"] if m.get("rps_cpu") and src.get("rps_cpu") else None,
+            "p50": m["p50_ms"] / src["p50_ms"],
+            "p99": m["p99_ms"] / src["p99_ms"],
+            "rss": (m["rss_mb"] / src["rss_mb"]) if m.get("rss_mb") and src.get("rss_mb") else None}
+
+
+def _own_baseline(servers: dict[str, Any], results: dict[str, Any],
+                  sc: Scenario) -> tuple[dict[str, Any] | None, str]:
+    """mcpcore's figures to set this scenario's against, and where they come from: its
+    interleaved run of ``sc.alongside``, else ``sc.baseline_from``'s run (None: neither)."""
+    for r in servers.values():
+        if r.get("as_in") and r.get("status") == "ok":
+            return r, f"{r['as_in']}, interleaved"
+    own = results.get(sc.baseline_from or "", {}).get("servers", {}).get("mcpcore")
+    if sc.baseline_from and own and own.get("status") == "ok":
+        return own, sc.baseline_from
+    return None, ""
+
+
+def _rounds(m: dict[str, Any], src: dict[str, Any]) -> list[float]:
+    """req/s over the other result's, round by round (repeat i of one against repeat i of the
+    other: seconds apart for an interleaved run, minutes apart for another scenario's)."""
+    return [a["rps"] / b["rps"] for a, b in zip(m.get("repeats", []), src.get("repeats", []), strict=False)
+            if a.get("rps") and b.get("rps")]

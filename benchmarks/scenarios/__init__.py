@@ -2,11 +2,12 @@
 providing a ``FAMILY`` (how its scenarios run and show in results.md).
 
     catalog        every scenario, in report order, with its servers and settings
-    load           wrk loads of one request against each server (call_*, tools_list, resources_read)
+    load           wrk loads of one request against each server (call_*, tools_list, resources_read;
+                   the Redis ones against a standalone redis-server or a 3-master Cluster)
     sse_buffer     the A/B of mcpcore's event buffer on and off (on the load family's runner)
-    instructions   instructions per request under valgrind (instr_*)
+    instructions   instructions per request under valgrind (instr_*; the Redis ones with their own Redis)
     idle_sessions  the RSS of many idle 2025 sessions
-    targets        issue 9's targets checked against a run
+    targets        issue 9's and issue 18's targets checked against a run
 
 They import ``benchmarks.harness``; the harness never imports them.
 """

@@ -30,6 +30,8 @@ SSE_ENV = {
 NO_TASKS = "no tasks (python-sdk #2806)"
 NO_REDIS_STORE = ("no pluggable session store: sessions live in a process-local dict "
                   "(python-peers.md §3)")
+REDIS_SKIP = {"sdk": NO_REDIS_STORE, "sdk_low": NO_REDIS_STORE,
+              "fastmcp": NO_REDIS_STORE + "; FastMCP's Redis stores hold app-level state, not transport sessions"}
 
 SCENARIOS: list[Scenario] = [
     Scenario("call_2026", "tools/call, 2026-07-28, JSON",
@@ -42,13 +44,20 @@ SCENARIOS: list[Scenario] = [
              "load", "legacy", "tools/call", echo_call(), "echo", ORDER, env=SESSION_ENV),
     Scenario("call_2025_redis", "tools/call, 2025 session in the Redis session store",
              "As call_2025 with MCP_SESSION_STORE=redis (a redis-server of our own on CPU 1): every "
-             "request reads the session from Redis. Ratios use the bare endpoints of call_2025.",
-             "load", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"],
-             skip={"sdk": NO_REDIS_STORE, "sdk_low": NO_REDIS_STORE,
-                   "fastmcp": NO_REDIS_STORE + "; FastMCP's Redis stores hold "
-                   "app-level state, not transport sessions"},
+             "request reads the session from Redis. Ratios use the bare endpoints of call_2025; mcpcore in "
+             "memory (call_2025's settings) is measured again here, interleaved, for the Redis/memory ratio.",
+             "load", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"], skip=REDIS_SKIP,
              env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis"}},
-             redis=True, baseline_from="call_2025"),
+             redis="standalone", baseline_from="call_2025", alongside="call_2025"),
+    Scenario("call_2025_redis_cluster", "tools/call, 2025 session in the Redis session store on a Cluster",
+             "As call_2025_redis with MCP_REDIS_MODE=cluster against a 3-master Redis Cluster of our own "
+             "(three cluster-enabled redis-servers on CPU 1, joined by redis-cli --cluster create). Ratios use "
+             "the bare endpoints of call_2025 and mcpcore in memory measured again here, interleaved; Redis commands "
+             "are summed over the three nodes.",
+             "load", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"], skip=REDIS_SKIP,
+             env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis",
+                              "MCP_REDIS_MODE": "cluster"}},
+             redis="cluster", baseline_from="call_2025", alongside="call_2025"),
     Scenario("call_logging_sse", "tools/call logging 3 lines, 2025 session, SSE",
              "A 2025 session with logging/setLevel info; the tool sends three notifications/message "
              "before its result, so the response is an SSE stream of four events.",
@@ -107,6 +116,20 @@ SCENARIOS: list[Scenario] = [
              env={"mcpcore": {"BENCH_TASKS": "1"}},
              variants={"memory": {"MCP_SESSION_STORE": "memory"}, "redis": {"MCP_SESSION_STORE": "redis"}},
              capabilities={"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+    Scenario("instr_2025_redis", "Instructions per tools/call, 2025 session in the Redis session store (valgrind)",
+             "call_2025_redis's exact request and store (a redis-server of our own), counted as in instr_2025: "
+             "set against mcpcore's count there, what the Redis store costs per request without the noise of "
+             "req/s.",
+             "instructions", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"], skip=REDIS_SKIP,
+             env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis"}},
+             redis="standalone", baseline_from="instr_2025"),
+    Scenario("instr_2025_redis_cluster", "Instructions per tools/call, 2025 session in the Redis store on a "
+             "Cluster (valgrind)",
+             "call_2025_redis_cluster's exact request, store and 3-master Cluster, counted as in instr_2025.",
+             "instructions", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"], skip=REDIS_SKIP,
+             env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis",
+                              "MCP_REDIS_MODE": "cluster"}},
+             redis="cluster", baseline_from="instr_2025"),
     Scenario("idle_sessions", "RSS of idle 2025 sessions (memory store)",
              "Open N 2025 sessions (initialize + notifications/initialized) and leave them idle; RSS "
              "after minus RSS before (the server was warmed by opening and deleting 20 sessions).",

@@ -15,6 +15,7 @@ a larger code or data footprint, which instruction counts alone do not.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import statistics
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ from ..harness.catalog import SERVERS, Server, label
 from ..harness.config import ServerFailed, log
 from ..harness.launch import start_server
 from ..harness.processes import stop, stop_all
+from ..harness.redis_cluster import redis_for
 from ..harness.scenario import Ctx, Family, Scenario
 from ..harness.wire import open_session, read_response, request_headers, request_message, verify
 
@@ -148,9 +150,21 @@ def count_seeds(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str], cou
 
 
 def run(ctx: Ctx, sc: Scenario, servers: list[str]) -> dict[str, Any]:
-    """Every server of ``sc`` counted; a server that fails is reported, the rest still run."""
+    """Every server of ``sc`` counted; a server that fails is reported, the rest still run. A
+    scenario with ``redis`` gets a Redis of its own, which both counting runs share."""
     if shutil.which("valgrind") is None:
         return {key: {"status": "not available", "reason": VALGRIND_HINT} for key in servers}
+    with contextlib.ExitStack() as stack:
+        redis_url: dict[str, str] = {}
+        if sc.redis:
+            try:
+                redis_url["REDIS_URL"] = stack.enter_context(redis_for(sc.redis)(ctx.tools, ctx.workdir)).url
+            except ServerFailed as exc:
+                return {key: {"status": "not available", "reason": str(exc)} for key in servers}
+        return _count_all(ctx, sc, servers, redis_url)
+
+
+def _count_all(ctx: Ctx, sc: Scenario, servers: list[str], extra: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in servers:
         server = SERVERS[key]
@@ -159,15 +173,15 @@ def run(ctx: Ctx, sc: Scenario, servers: list[str]) -> dict[str, Any]:
         try:
             # The peers cost ten times more per request and sit 5-10x away: one seed tells enough.
             seeds = ctx.hash_seeds[:1] if server.peers else ctx.hash_seeds
-            res = count_seeds(ctx, sc, server, env, counts, seeds)
+            res = count_seeds(ctx, sc, server, {**env, **extra}, counts, seeds)
         except ServerFailed as exc:
             log(f"  {sc.id:<17} {key:<11}: FAILED {exc}")
             out[key] = {"status": "failed", "reason": str(exc)}
             continue
         res["env"] = env
-        seeds = ", ".join(f"{seed}: {ir:,.0f}" for seed, ir in res["per_seed"].items())
+        by_seed = ", ".join(f"{seed}: {ir:,.0f}" for seed, ir in res["per_seed"].items())
         log(f"  {sc.id:<17} {key:<11}: {res['ir']:>11,.0f} instructions/request  "
-            f"I1 misses {res['i1_misses']:>8,.0f}  D1 misses {res['d1_misses']:>8,.0f}  (hash seeds {seeds})")
+            f"I1 misses {res['i1_misses']:>8,.0f}  D1 misses {res['d1_misses']:>8,.0f}  (hash seeds {by_seed})")
         out[key] = res
     return out
 

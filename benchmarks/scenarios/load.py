@@ -1,5 +1,6 @@
 """Load scenarios: one request, sent by wrk for ``--duration`` seconds to each server in turn
-(call_2026, call_2025, call_2025_redis, call_logging_sse, tools_list, resources_read).
+(call_2026, call_2025, call_2025_redis, call_2025_redis_cluster, call_logging_sse, tools_list,
+resources_read).
 
 Each (scenario, server) pair is measured ``--repeat`` times, servers interleaved round-robin and
 restarted for every repeat; a sample below the quality bar is measured again and the best
@@ -19,13 +20,14 @@ from ..harness.catalog import SERVERS, Server, label
 from ..harness.config import LOAD_CPU, SERVER_CPU, ServerFailed, log
 from ..harness.launch import start_server
 from ..harness.processes import stop
-from ..harness.redis_server import redis_calls, redis_command, redis_keys, redis_server
+from ..harness.redis_cluster import redis_for
 from ..harness.report import cell, fmt
 from ..harness.sampling import cpu_busy_seconds, proc_cpu_seconds, proc_status, wait_quiet
 from ..harness.scenario import Ctx, Family, Scenario
 from ..harness.stats import summarize
 from ..harness.wire import open_session, request_headers, request_message, verify
 from ..harness.wrk import run_wrk, wrk_script
+from .catalog import SCENARIO_BY_ID
 
 Variant = tuple[str, Server, dict[str, str]]  # (label in the report, server, its environment)
 
@@ -38,11 +40,9 @@ def measure_once(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str]) ->
             session: dict[str, Any] = {}
             if sc.wire == "legacy":
                 session = open_session(client, run.url, sc.log_level)
-            if sc.redis:
-                assert ctx.redis_port is not None
-                if redis_keys(ctx.redis_port) <= 0:
-                    raise ServerFailed("the server started and opened a session but stored nothing in Redis: "
-                                       "MCP_SESSION_STORE=redis is accepted and ignored (sessions stay in memory)")
+            if sc.redis and ctx.redis is not None and ctx.redis.keys() <= 0:
+                raise ServerFailed("the server started and opened a session but stored nothing in Redis: "
+                                   "MCP_SESSION_STORE=redis is accepted and ignored (sessions stay in memory)")
             headers = request_headers(sc, session.get("session_id"))
             check = verify(sc, client.post(run.url, content=orjson.dumps(request_message(sc)), headers=headers))
         script = ctx.workdir / f"{sc.id}-{server.key}.lua"
@@ -50,9 +50,10 @@ def measure_once(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str]) ->
         if ctx.load.warmup > 0:
             run_wrk(ctx.tools, script, run.url, ctx.load.warmup, ctx.load)
         redis_cpu0 = None
-        if sc.redis and ctx.redis_port is not None and ctx.redis_pid is not None:
-            redis_command(ctx.redis_port, "CONFIG", "RESETSTAT")
-            redis_cpu0 = proc_cpu_seconds(ctx.redis_pid)
+        redis = ctx.redis if sc.redis else None
+        if redis is not None:
+            redis.reset_stats()
+            redis_cpu0 = redis.cpu_seconds()
         cpu0, core0, load0, t0 = (proc_cpu_seconds(run.proc.pid), cpu_busy_seconds(SERVER_CPU),
                                   cpu_busy_seconds(LOAD_CPU), time.monotonic())
         data = run_wrk(ctx.tools, script, run.url, ctx.load.duration, ctx.load)
@@ -60,11 +61,13 @@ def measure_once(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str]) ->
                                   cpu_busy_seconds(LOAD_CPU), time.monotonic())
         rss, hwm = proc_status(run.proc.pid, "VmRSS"), proc_status(run.proc.pid, "VmHWM")
         redis_stats: dict[str, Any] = {}
-        if redis_cpu0 is not None and ctx.redis_port is not None and ctx.redis_pid is not None:
-            calls = redis_calls(ctx.redis_port)
-            cpu = proc_cpu_seconds(ctx.redis_pid)
-            redis_stats = {"redis_cpu": (cpu - redis_cpu0) / (t1 - t0) if cpu is not None else None,
-                           "redis_calls_per_request": {k: round(v / max(1, data["requests"]), 2)
+        if redis is not None:
+            calls = redis.calls()  # summed over the nodes
+            cpu = redis.cpu_seconds()
+            redis_stats = {"redis_cpu": (cpu - redis_cpu0) / (t1 - t0)
+                           if cpu is not None and redis_cpu0 is not None else None,
+                           "redis_nodes": len(redis.ports),
+                           "redis_calls_per_request": {k: round(v / max(1, data["requests"]), 4)
                                                        for k, v in sorted(calls.items())}}
         with httpx.Client(timeout=30, verify=False, trust_env=False) as client:  # still correct after the load?
             verify(sc, client.post(run.url, content=orjson.dumps(request_message(sc, 2)), headers=headers))
@@ -89,10 +92,11 @@ def measure_once(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str]) ->
         "server_cpu": server_cpu,
         # CPU 0 busy with anything but the server (other processes, interrupts): the noise gauge.
         "core0_other": ((core1 - core0) - (cpu1 - cpu0)) / (t1 - t0)
-        if None not in (core0, core1, cpu0, cpu1) and ctx.tools.pinned else None,
-        # CPU 1 busy with anything but wrk (other processes; redis-server in the Redis scenario).
-        "core1_other": ((load1 - load0) / (t1 - t0) - data["wrk_cpu"])
-        if None not in (load0, load1, data["wrk_cpu"]) and ctx.tools.pinned else None,
+        if core0 is not None and core1 is not None and cpu0 is not None and cpu1 is not None
+        and ctx.tools.pinned else None,
+        # CPU 1 busy with anything but wrk and our own redis-server(s) (other processes, interrupts).
+        "core1_other": ((load1 - load0) / (t1 - t0) - data["wrk_cpu"] - (redis_stats.get("redis_cpu") or 0.0))
+        if load0 is not None and load1 is not None and data["wrk_cpu"] is not None and ctx.tools.pinned else None,
         "wrk_cpu": data["wrk_cpu"], "check": check, **({"set_level": session["set_level"]}
                                                        if "set_level" in session else {}), **redis_stats,
     }
@@ -112,31 +116,36 @@ def _log_sample(sc: Scenario, name: str, r: int, attempt: int, res: dict[str, An
            if res["quality"] else ""))
 
 
-def run_variants(ctx: Ctx, sc: Scenario, variants: list[Variant]) -> dict[str, Any]:
-    """Measure every variant ``ctx.repeat`` times, interleaved; each one's summary (or failure)."""
+def run_variants(ctx: Ctx, sc: Scenario, variants: list[Variant],
+                 measured_as: dict[str, Scenario] | None = None) -> dict[str, Any]:
+    """Measure every variant ``ctx.repeat`` times, interleaved; each one's summary (or failure).
+    A variant named in ``measured_as`` runs that scenario's request, checks and Redis use
+    instead of ``sc``'s."""
+    as_of = measured_as or {}
     results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
     failed: dict[str, str] = {}
     with contextlib.ExitStack() as stack:
         if sc.redis:
             try:
-                ctx.redis_port, ctx.redis_pid = stack.enter_context(redis_server(ctx.tools, ctx.workdir))
+                ctx.redis = stack.enter_context(redis_for(sc.redis)(ctx.tools, ctx.workdir))
             except ServerFailed as exc:
                 return {name: {"status": "not available", "reason": str(exc)} for name, _, _ in variants}
-            for _, _, env in variants:
-                env["REDIS_URL"] = f"redis://127.0.0.1:{ctx.redis_port}/0"
+            for name, _, env in variants:
+                if as_of.get(name, sc).redis:
+                    env["REDIS_URL"] = ctx.redis.url
         for r in range(ctx.repeat):
             for name, server, env in variants:
+                vsc = as_of.get(name, sc)
                 if name in failed:
                     continue
-                if sc.redis:
-                    assert ctx.redis_port is not None
-                    redis_command(ctx.redis_port, "FLUSHALL")
+                if vsc.redis and ctx.redis is not None:
+                    ctx.redis.flush()
                 attempts: list[dict[str, Any]] = []
                 for attempt in range(1 + ctx.load.retries):
                     waited = wait_quiet(ctx.load.quiet_wait)
                     t0 = time.monotonic()
                     try:
-                        res = measure_once(ctx, sc, server, env)
+                        res = measure_once(ctx, vsc, server, env)
                     except ServerFailed as exc:
                         failed[name] = str(exc)
                         log(f"  {sc.id:<17} {name:<11} #{r + 1}: FAILED {exc}")
@@ -154,23 +163,33 @@ def run_variants(ctx: Ctx, sc: Scenario, variants: list[Variant]) -> dict[str, A
                                                     (a["server_cpu"] or 0) - max(0.0, a["core0_other"] or 0)))
                 best["attempts"] = len(attempts)
                 results[name].append(best)
-        ctx.redis_port = ctx.redis_pid = None
+        ctx.redis = None
     out: dict[str, Any] = {}
     for name, _, env in variants:
         if name in failed:
             reason = failed[name]
-            status = "not available" if sc.redis and ("refuse" in reason or "exited" in reason
-                                                      or "Redis" in reason) else "failed"
+            status = "not available" if as_of.get(name, sc).redis and (
+                "refuse" in reason or "exited" in reason or "Redis" in reason) else "failed"
             out[name] = {"status": status, "reason": reason}
         else:
             out[name] = summarize(results[name])
         out[name]["env"] = {k: v for k, v in env.items() if k != "REDIS_URL"}
+        if name in as_of:
+            out[name]["as_in"] = as_of[name].id
     return out
 
 
 def run(ctx: Ctx, sc: Scenario, servers: list[str]) -> dict[str, Any]:
-    """Every selected server with the scenario's environment for it."""
-    return run_variants(ctx, sc, [(key, SERVERS[key], dict(sc.env.get(key, {}))) for key in servers])
+    """Every selected server with the scenario's environment for it; with ``sc.alongside``,
+    mcpcore as that scenario runs it too, interleaved (row "mcpcore (<its id>)")."""
+    variants: list[Variant] = [(key, SERVERS[key], dict(sc.env.get(key, {}))) for key in servers]
+    measured_as: dict[str, Scenario] = {}
+    if sc.alongside and "mcpcore" in servers:
+        other = SCENARIO_BY_ID[sc.alongside]
+        name = f"mcpcore ({other.id})"
+        variants.append((name, SERVERS["mcpcore"], dict(other.env.get("mcpcore", {}))))
+        measured_as[name] = other
+    return run_variants(ctx, sc, variants, measured_as)
 
 
 def table(sc: Scenario, servers: dict[str, Any]) -> list[str]:

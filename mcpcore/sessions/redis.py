@@ -3,10 +3,12 @@ per-instance cache of records kept coherent over the notification bus."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any, Protocol
 
 import orjson
@@ -76,6 +78,11 @@ class RedisSessionStore:
       scores. A record found gone there is dropped and the request gets "no such session". So
       a session used only here still slides, and expires between ``idle - refresh`` and
       ``idle`` after its last use (the TTL is extended at most every ``refresh_ms``).
+    * *One read at a time.* While a record is being read (a refresh, or a first read here),
+      other requests for the same session wait for that read instead of sending their own, so
+      a busy session costs one script per ``refresh_ms`` whatever its concurrency (not one per
+      request in flight, each on a connection of its own). A request that arrives after an
+      announcement about the session does not join a read started before it.
     * *Invalidation.* ``save``, ``delete`` and capacity evictions (inside the create script)
       publish ``{"kind": "session", "id": ...}`` on the bus channel in the same round trip as
       the write, after it, so before the caller answers its client. Every instance (this one
@@ -114,6 +121,7 @@ class RedisSessionStore:
         self.refresh_s = (min(idle_ms // 10, 5_000) if refresh_ms is None else refresh_ms) / 1000
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self._loads: dict[str, list[_Load]] = {}
+        self._flights: dict[str, asyncio.Task[SessionRecord | None]] = {}  # reads others may join
         self._bus: InvalidationBus | None = None
         self._channel = ""
         self._publish = "SPUBLISH" if is_cluster(client) else "PUBLISH"
@@ -162,14 +170,17 @@ class RedisSessionStore:
     # -- the cache ------------------------------------------------------------------------------
 
     def clear_cache(self) -> None:
-        """Drop every cached record (and keep reads in flight from caching what they bring)."""
+        """Drop every cached record (and keep reads in flight from caching what they bring, or
+        from being joined by later requests)."""
         self._cache.clear()
+        self._flights.clear()
         for loads in self._loads.values():
             for load in loads:
                 load.stale = True
 
     def _forget(self, session_id: str) -> None:
         self._cache.pop(session_id, None)
+        self._flights.pop(session_id, None)
         for load in self._loads.get(session_id, ()):
             load.stale = True
 
@@ -253,8 +264,32 @@ class RedisSessionStore:
             if bus is not None and bus.caught_up and time.monotonic() - entry.refreshed < self.refresh_s:
                 self._cache.move_to_end(session_id)
                 return entry.record
-            return await self._load(session_id, entry.record.identity)
-        return await self._load(session_id, None)
+            return await self._joined_load(session_id, entry.record.identity)
+        return await self._joined_load(session_id, None)
+
+    async def _joined_load(self, session_id: str, identity: tuple[str, str, str] | None) -> SessionRecord | None:
+        """``_load``, shared by the requests that need the same record at the same time: the
+        first starts the read (in a task of its own, so that its client leaving does not cancel
+        it for the others) and the rest wait for it. Only while the bus is caught up: a request
+        then knows of every announcement made before it, and an announcement detaches the read
+        (``_forget``), so nobody joins a read older than a change they could have seen."""
+        bus = self._bus
+        if bus is None or not bus.caught_up:
+            return await self._load(session_id, identity)
+        flight = self._flights.get(session_id)
+        if flight is None:
+            flight = asyncio.get_running_loop().create_task(self._load(session_id, identity))
+            self._flights[session_id] = flight
+            flight.add_done_callback(partial(self._landed, session_id))
+        return await asyncio.shield(flight)
+
+    def _landed(self, session_id: str, flight: asyncio.Task[SessionRecord | None]) -> None:
+        """A shared read is done: later requests start their own; its error, if nobody is left to
+        receive it, is not reported as never retrieved."""
+        if self._flights.get(session_id) is flight:
+            del self._flights[session_id]
+        if not flight.cancelled():
+            flight.exception()
 
     async def _load(self, session_id: str, identity: tuple[str, str, str] | None) -> SessionRecord | None:
         """Read the record and slide its expiry (one script); cache it when nothing was

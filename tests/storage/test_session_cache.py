@@ -90,6 +90,70 @@ async def test_requests_are_served_from_the_cache(redis_url: str) -> None:
         assert len(a.sessions) >= 1
 
 
+def count_refreshes(app: McpApp) -> Callable[[], int]:
+    """Count the refresh scripts ``app``'s session store sends from now on."""
+    script = app.sessions._refresh
+    calls = 0
+
+    async def counted(*args: Any, **kw: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return await script(*args, **kw)
+
+    app.sessions._refresh = counted
+    return lambda: calls
+
+
+async def test_concurrent_requests_share_one_refresh(redis_url: str) -> None:
+    """Past refresh_ms, the 64 requests in flight for a session send one script between them
+    (not one each, each on a connection of its own), and all of them get the record."""
+    a, _ = redis_pair(redis_url, session_idle_ms=1000)  # refreshed every 100 ms of use
+    async with instances(a), McpTestClient(a) as c:
+        sid = c.session_id or ""
+        calls = count_refreshes(a)
+        for rounds in range(1, 4):
+            await asyncio.sleep(0.15)  # the cached copy is due for a refresh
+            records = await asyncio.gather(*(a.sessions.get(sid) for _ in range(64)))
+            assert all(r is not None and r.id == sid for r in records)
+            assert calls() == rounds
+        assert not a.sessions._flights
+
+
+async def test_a_request_after_an_announcement_does_not_join_an_older_read(redis_url: str) -> None:
+    a, b = redis_pair(redis_url)
+    async with instances(a, b), McpTestClient(a) as ca, on(b, ca) as cb:
+        sid = ca.session_id or ""
+        a.sessions.clear_cache()
+        calls = count_refreshes(a)
+        first = asyncio.ensure_future(a.sessions.get(sid))  # a read in flight ...
+        await asyncio.sleep(0)
+        assert sid in a.sessions._flights
+        arrived = announced(a, sid)
+        assert (await cb.post({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
+                               "params": {"level": "debug"}}, cb.headers())).status_code == 200
+        await arrived()  # ... then the change is announced here
+        assert sid not in a.sessions._flights
+        second = await a.sessions.get(sid)
+        assert second is not None and second.log_level == "debug" and calls() == 2
+        assert (await first) is not None
+
+
+async def test_a_shared_read_survives_the_request_that_started_it(redis_url: str) -> None:
+    a, _ = redis_pair(redis_url)
+    async with instances(a), McpTestClient(a) as c:
+        sid = c.session_id or ""
+        a.sessions.clear_cache()
+        leader = asyncio.ensure_future(a.sessions.get(sid))
+        await asyncio.sleep(0)
+        follower = asyncio.ensure_future(a.sessions.get(sid))
+        await asyncio.sleep(0)
+        leader.cancel()  # its client went away
+        record = await follower
+        assert record is not None and record.id == sid
+        with contextlib.suppress(asyncio.CancelledError):
+            await leader
+
+
 async def test_log_level_set_on_one_instance_is_used_by_the_next_request_on_another(redis_url: str) -> None:
     a, b = redis_pair(redis_url)
     async with instances(a, b), McpTestClient(a) as ca, on(b, ca) as cb:
