@@ -11,5 +11,6 @@ from benchmarks.run import smoke
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(480)  # a dozen servers started in turn, two under valgrind, a Redis Cluster: ~60 s when quiet
 def test_bench_smoke(tmp_path: Path) -> None:
     assert smoke(tmp_path) == 0
