@@ -16,6 +16,7 @@ from .config import SessionMode, Settings
 from .context import ContextServices
 from .definitions.depends import DependencyOverrides
 from .definitions.resources import CacheHint, build_resource
+from .layer import LayerInfo
 from .logs import LEVELS
 from .middleware.base import Middleware
 from .protocol.extensions import check_extensions
@@ -26,14 +27,13 @@ from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
 from .serving import connection_close, lifespan_protocol, serve
 from .side_routes import SideRoutes
-from .stack import AppState, Layer, authenticator_for, describe, open_layers, setup_context
+from .stack import AppState, Stack, authenticator_for, open_layers, setup_context
 from .storage.base import StorageProvider
-from .storage.service import CursorSigner, StateService
 from .tasks import serve_tasks
 from .transports.http import HttpTransport, deliver_route
 from .transports.http_sse import HttpSseTransport
 from .transports.live import LiveSessions
-from .wiring import Stores, state_provider, uses_request_input
+from .wiring import Stores, uses_request_input
 
 __all__ = ["McpApp"]
 
@@ -124,7 +124,6 @@ class McpApp:
                 self.registry.add(obj)
         self.path = path or self.settings.endpoint_path
         self._setup = setup
-        self._storage_given = storage
         self.live = LiveSessions()
         s = self.settings
         self.stores = Stores(s, self.live)
@@ -155,7 +154,10 @@ class McpApp:
             self.skills = serve_skills(self, skills)
         self.tasks = serve_tasks(self, self.stores.tasks)
         self.dispatcher.telemetry = self.telemetry
-        self.middleware: list[Middleware] = list(middleware)
+        self.stack = Stack(s, self.authenticator, self.services, storage, self.events, middleware)
+        """The app's layers (:mod:`mcpcore.stack`); ``app.layers`` lists them."""
+        self.stack.state.telemetry = self.telemetry
+        self.middleware: list[Middleware] = self.stack.middleware
         self.dispatcher.use(self.middleware)
         self._side = SideRoutes(self)
         self._http: HttpTransport | None = None
@@ -206,9 +208,9 @@ class McpApp:
         return self
 
     @property
-    def layers(self) -> list[Layer]:
+    def layers(self) -> list[LayerInfo]:
         """The layers a request passes, outermost first: the framework's, then the middleware."""
-        return describe(self.middleware, self.authenticator)
+        return self.stack.describe()
 
     @property
     def dependency_overrides(self) -> DependencyOverrides:
@@ -248,23 +250,12 @@ class McpApp:
         exit_stack = contextlib.AsyncExitStack()
         await exit_stack.__aenter__()
         try:
-            provider = state_provider(self.settings, self._storage_given)
-            if self._storage_given is None:
-                exit_stack.push_async_callback(provider.close)
-            try:
-                await provider.ping()
-            except Exception as exc:  # keep serving: /readyz reports it and requests get a clear 503
-                log.error("ctx.state storage is unreachable at startup: %s", getattr(exc, "message", exc))
-            signer = CursorSigner.from_settings(self.settings.storage_cursor_key, self.settings.request_state_key)
-            self.services.state = StateService(provider, signer, self.telemetry)
-            if self.authenticator is not None:
-                await self.authenticator.start()
-                exit_stack.push_async_callback(self.authenticator.close)
+            await open_layers(exit_stack, self.stack.framework, self.settings, self.redis)
             await self.stores.open(exit_stack, self._on_route, self.tasks)
             self.dispatcher.closing.reset()
             sweeper = asyncio.get_running_loop().create_task(self.stores.sweep_forever())
             exit_stack.callback(sweeper.cancel)
-            await open_layers(exit_stack, self.middleware, self.settings, self.redis)
+            await open_layers(exit_stack, self.stack.middleware, self.settings, self.redis)
             if self._setup is not None:
                 await exit_stack.enter_async_context(setup_context(self._setup, self))
         except BaseException:
@@ -338,7 +329,7 @@ class McpApp:
                 await self._ensure_started()
             http = self._http
             if http is None:
-                http = self._http = HttpTransport(self._runtime())
+                http = self._http = HttpTransport(self._runtime(), self.stack)
             path = scope["path"]
             root = scope.get("root_path", "")
             if root and path.startswith(root):
@@ -347,7 +338,7 @@ class McpApp:
                 await http(scope, receive, send)
             elif self.settings.http_sse and path in ("/sse", "/messages"):
                 if self._http_sse is None:
-                    self._http_sse = HttpSseTransport(self._runtime())
+                    self._http_sse = HttpSseTransport(self._runtime(), self.stack)
                 await self._http_sse(scope, receive, send, path)
             else:
                 await self._side(scope, send, path, root)

@@ -1,24 +1,30 @@
 """The app's layers, in the order a request meets them, and their lifecycle.
 
-A request passes the framework's layers first, then the user's middleware, then the method:
+Every layer is a :class:`~mcpcore.layer.Layer`: the framework's first, then the user's
+middleware, then the method. ``app.layers`` lists them as built; :class:`Stack` holds them.
 
-====  ==========================  ==============================================================
- 1    host and origin guard       ``transports/guard.py``: a foreign ``Host`` or ``Origin`` is 403
- 2    body limit                  ``transports/http/endpoint.py``: media types, 413 past the limit,
-                                  JSON depth
- 3    auth                        ``transports/authn.py`` + the app's authenticator (``jwt``,
-                                  ``oauth``, ``introspection`` or your ``TokenVerifier``): 401/403
- 4    session or envelope         2025: the session's record, bound to the identity (404 when it is
-                                  not the caller's); 2026-07-28: the request's ``_meta`` envelope
- 5    state                       ``ctx.state`` (tenant-scoped storage) and ``ctx.values``
- 6    event buffer                each SSE event of a resumable session stored before it is sent
- 7    the user's middleware       ``McpApp(middleware=[A(), B()])``: A, then B (A outermost)
- 8    the method                  visibility, scopes, arguments, dependencies, the handler
-====  ==========================  ==============================================================
+====  ======================  =====================  =========================================================
+ #    layer                   class                  what it does
+====  ======================  =====================  =========================================================
+ 1    host and origin guard   ``HostOriginGuard``    a foreign ``Host`` or ``Origin`` is answered 403
+ 2    cors                    ``CorsPolicy``         preflights; CORS headers for allowed origins
+ 3    auth                    ``Authentication``     the bearer token becomes ``ctx.auth`` (401/403); the
+                                                     authenticator is ``MCP_AUTH_MODE``'s or ``auth=``
+ 4    body limit              ``BodyLimit``          media types, 413 past the limit, valid JSON, its depth
+ 5    session or envelope     ``SessionOrEnvelope``  2025: the session's record, bound to the identity (404
+                                                     when not the caller's); 2026-07-28: the ``_meta``
+                                                     envelope; the request's Inbound from the one intake
+ 6    state                   ``ContextState``       ``ctx.state`` (tenant-scoped storage), the app's services
+ 7    event buffer            ``EventBuffering``     each SSE event of a resumable session stored before sent
+ 8    the user's middleware   ``Middleware``         ``McpApp(middleware=[A(), B()])``: A, then B
+ 9    the method              (the dispatcher)       visibility, scopes, arguments, dependencies, the handler
+====  ======================  =====================  =========================================================
 
-Layers 1-3 run at the HTTP door (stdio has none of them); 4-6 build and serve the request's
-context; the user's layers see the request with its identity and session known, and their
-results pass back out through the event buffer.
+Layers 1-4 serve HTTP (``transports/http/door.py``); stdio has none of them, and the 2024
+HTTP+SSE transport passes 1 and 3 too. 5-7 build and serve the request's context; the user's
+layers see the request with its identity and session known, and their results pass back out
+through the event buffer. Startup runs every layer's ``startup`` in this order, shutdown their
+``shutdown`` in reverse.
 """
 
 from __future__ import annotations
@@ -26,54 +32,72 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .auth import create_authenticator
 from .auth.base import Authenticator
 from .auth.verifier import TokenVerifier, VerifierAuthenticator
 from .config import Settings
 from .errors import ConfigurationError
+from .layer import Layer, LayerInfo
 from .middleware.base import Middleware
+from .state_layer import ContextState
+from .transports.buffering import EventBuffering
+from .transports.http.door import Authentication, BodyLimit, CorsPolicy, HostOriginGuard
+from .transports.http.eras import SessionOrEnvelope
 
-__all__ = ["FRAMEWORK_LAYERS", "AppState", "Layer", "authenticator_for", "describe", "open_layers", "setup_context"]
+if TYPE_CHECKING:
+    from .context import ContextServices
+    from .sessions.events import EventBuffer
+    from .storage.base import StorageProvider
+
+__all__ = ["AppState", "Stack", "authenticator_for", "open_layers", "setup_context"]
 
 log = logging.getLogger("mcpcore.app")
 
 
-@dataclass(frozen=True, slots=True)
-class Layer:
-    """One layer of the stack, for ``app.layers``."""
+class Stack:
+    """The app's layers, outermost first: the framework's (built here from the settings, the
+    authenticator and the stores), then the user's middleware (``McpApp(middleware=[...])``).
 
-    name: str
-    kind: str
-    """``"framework"`` or ``"middleware"``."""
-    where: str
-    """The module (framework) or class (middleware) that is the layer."""
+    Iterating gives every layer in order; the HTTP endpoint runs :attr:`doors`, then
+    :attr:`body_limit` and :attr:`session`; each request's context is served by :attr:`state`
+    and its stream by :attr:`events`; the method's dispatcher runs :attr:`middleware`.
+    """
 
+    def __init__(self, settings: Settings, authenticator: Authenticator | None, services: ContextServices,
+                 storage: StorageProvider | None, events: EventBuffer | None,
+                 middleware: Sequence[Middleware] = ()) -> None:
+        self.guard = HostOriginGuard(settings)
+        self.cors = CorsPolicy(settings)
+        self.auth = Authentication(authenticator, settings) if authenticator is not None else None
+        self.body_limit = BodyLimit(settings)
+        self.session = SessionOrEnvelope()
+        self.state = ContextState(services, storage)
+        self.events = EventBuffering(events, settings)
+        self.middleware: list[Middleware] = list(middleware)
 
-FRAMEWORK_LAYERS: tuple[Layer, ...] = (
-    Layer("host and origin guard", "framework", "mcpcore.transports.guard"),
-    Layer("body limit", "framework", "mcpcore.transports.http.endpoint"),
-    Layer("auth", "framework", "mcpcore.transports.authn"),
-    Layer("session or envelope", "framework", "mcpcore.transports.intake"),
-    Layer("state", "framework", "mcpcore.context.state"),
-    Layer("event buffer", "framework", "mcpcore.transports.exchange"),
-)
+    @property
+    def doors(self) -> tuple[HostOriginGuard | CorsPolicy | Authentication, ...]:
+        """The layers at the HTTP door, in order (auth only when the app has it)."""
+        return (self.guard, self.cors) if self.auth is None else (self.guard, self.cors, self.auth)
 
+    @property
+    def framework(self) -> tuple[Layer, ...]:
+        """The framework's layers, in order."""
+        return (*self.doors, self.body_limit, self.session, self.state, self.events)
 
-def _qualified(obj: object) -> str:
-    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+    def __iter__(self) -> Iterator[Layer]:
+        yield from self.framework
+        yield from self.middleware
 
-
-def describe(middleware: Sequence[Middleware], authenticator: Authenticator | None = None) -> list[Layer]:
-    """The whole stack, outermost first: the framework's layers (the auth layer names the
-    authenticator in use, or says it is off), then the user's."""
-    framework = [Layer(f.name, f.kind, (_qualified(getattr(authenticator, "verifier", authenticator))
-                                        if authenticator is not None else "off")) if f.name == "auth" else f
-                 for f in FRAMEWORK_LAYERS]
-    return [*framework, *(Layer(type(m).__name__, "middleware", _qualified(m)) for m in middleware)]
+    def describe(self) -> list[LayerInfo]:
+        """Every layer as ``app.layers`` lists it (auth says ``off`` when the app has none)."""
+        framework = [layer.info() for layer in self.framework]
+        if self.auth is None:
+            framework.insert(2, LayerInfo(Authentication.title, "framework", "off"))
+        return [*framework, *(m.info() for m in self.middleware)]
 
 
 class AppState:
@@ -100,10 +124,10 @@ def authenticator_for(settings: Settings, given: TokenVerifier | Authenticator |
     return VerifierAuthenticator(given)  # type: ignore[arg-type]
 
 
-async def open_layers(stack: contextlib.AsyncExitStack, middleware: Sequence[Middleware], settings: Settings,
+async def open_layers(stack: contextlib.AsyncExitStack, layers: Iterable[Layer], settings: Settings,
                       redis: Any) -> None:
-    """Start every middleware layer (their ``shutdown`` runs when ``stack`` closes, last first)."""
-    for layer in middleware:
+    """Start every layer in order (their ``shutdown`` runs when ``stack`` closes, last first)."""
+    for layer in layers:
         await layer.startup(settings, redis)
         stack.push_async_callback(layer.shutdown)
 

@@ -18,11 +18,11 @@ PACKAGE = ROOT / "mcpcore"
 LAYERS: list[set[str]] = [
     {"_json", "_version", "asgi_types", "errors", "logs", "config", "queues", "content", "jsonschema"},
     {"protocol", "security", "redis_client", "redis_sentinel"},
-    {"context", "storage", "bus", "sessions", "auth", "telemetry"},
+    {"context", "storage", "bus", "sessions", "auth", "telemetry", "layer"},
     {"definitions", "extensions"},
     {"server", "lint", "middleware", "tasks"},
     {"runtime", "transports"},
-    {"landing", "side_routes", "serving", "http_limits", "wiring", "stack"},
+    {"landing", "side_routes", "serving", "http_limits", "wiring", "state_layer", "stack"},
     {"app"},
     {"cli", "testing", "__main__", ""},
 ]

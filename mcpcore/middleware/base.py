@@ -9,12 +9,10 @@ of every method is put together once per app, and hooks a layer does not overrid
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..context import Context, Inbound
-
-if TYPE_CHECKING:
-    from ..config import Settings
+from ..layer import Layer
 
 __all__ = ["HOOKS", "Call", "CallNext", "Middleware", "overridden"]
 
@@ -81,8 +79,9 @@ CallNext = Callable[[Call], Awaitable[Any]]
 dict for a request, ``None`` for a notification)."""
 
 
-class Middleware:
-    """The base of a middleware layer: override the hooks you need.
+class Middleware(Layer):
+    """The base of a middleware layer: override the hooks you need (and ``startup`` /
+    ``shutdown`` for what the layer opens for the app's lifetime).
 
     Example::
 
@@ -101,12 +100,7 @@ class Middleware:
     passes through the layers: they see its ``input_required`` answer as a result.
     """
 
-    async def startup(self, settings: Settings, redis: Any = None) -> None:
-        """Called once when the app starts, before it serves (``redis``: the app's shared
-        Redis client when it has one)."""
-
-    async def shutdown(self) -> None:
-        """Called once when the app stops."""
+    kind = "middleware"
 
     async def on_request(self, call: Call, call_next: CallNext) -> Any:
         """Every request."""

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..telemetry import Telemetry
     from .core import ServerCore
 
-__all__ = ["PROTOCOL_ERRORS", "Family", "Invocable", "invalid_arguments", "invoke", "span"]
+__all__ = ["PROTOCOL_ERRORS", "Family", "Invocable", "invalid_arguments", "invoke", "span", "validated_arguments"]
 
 
 class Invocable(Protocol):
@@ -95,6 +95,23 @@ def _invalid(exc: ValidationError, family: Family[Any]) -> McpError:
     issues = _issues(exc)
     first = issues[0] if issues else {"path": "", "message": "invalid"}
     return invalid_arguments(f"Invalid arguments: {first['path'] or 'input'}: {first['message']}", family.hint, issues)
+
+
+def validated_arguments(family: Family[D], d: D, args: Any) -> Any:
+    """``d``'s arguments validated, or the one bad-arguments :class:`McpError` raised (what
+    :func:`invoke` does inline, for callers that run a definition later, as tasks do)."""
+    plan = d.args
+    if args is None:
+        args = {}
+    if type(args) is not dict:
+        raise _bad_type(family)
+    stray = args.keys() - plan.field_keys
+    if stray:
+        args = _known(args, stray, family)
+    try:
+        return plan.validator.validate_python(args)
+    except ValidationError as exc:
+        raise _invalid(exc, family) from None
 
 
 def _ignore(failed: bool) -> None:

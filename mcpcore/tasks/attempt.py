@@ -20,14 +20,12 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ValidationError
-
 from ..context import Context, Inbound
 from ..context.inputs import InputRequired, InputRequiredSpec
 from ..definitions.tools import ToolDefinition
 from ..errors import McpError
 from ..server.dependencies import Resolution
-from ..server.invoke import PROTOCOL_ERRORS, invalid_arguments
+from ..server.invoke import PROTOCOL_ERRORS, validated_arguments
 from ..server.results import classify_and_log, tool_error_result
 from ..server.tools import TOOLS
 
@@ -35,8 +33,6 @@ if TYPE_CHECKING:
     from ..server.core import ServerCore
 
 __all__ = ["Outcome", "run_attempt", "validate_arguments"]
-
-_HINT = "Check the tool's inputSchema and call it again with corrected arguments."
 
 
 @dataclass(slots=True)
@@ -51,24 +47,7 @@ class Outcome:
 
 def validate_arguments(tool: ToolDefinition, args: Any) -> Any:
     """The tool's validated arguments; raises the one bad-arguments :class:`McpError`."""
-    plan = tool.args
-    if args is None:
-        args = {}
-    if type(args) is not dict:
-        raise invalid_arguments('"arguments" must be an object.', _HINT)
-    stray = sorted(k for k in args.keys() - plan.field_keys if not k.startswith("_"))
-    if stray:
-        raise invalid_arguments(f"Unknown argument(s): {', '.join(stray)}.", _HINT,
-                                [{"path": k, "message": "not an argument of this tool"} for k in stray])
-    args = {k: v for k, v in args.items() if k in plan.field_keys}
-    try:
-        return plan.validator.validate_python(args)
-    except ValidationError as exc:
-        issues = [{"path": ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
-                  for e in exc.errors(include_url=False, include_input=False)[:20]]
-        first = issues[0] if issues else {"path": "", "message": "invalid"}
-        raise invalid_arguments(f"Invalid arguments: {first['path'] or 'input'}: {first['message']}", _HINT,
-                                issues) from None
+    return validated_arguments(TOOLS, tool, args)
 
 
 async def _call(core: ServerCore, tool: ToolDefinition, validated: Any, req: Inbound) -> dict[str, Any]:

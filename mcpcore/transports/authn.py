@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from .. import _json
 from ..asgi_types import Scope, Send
-from ..auth import AuthError, metadata_url, single_authorization
+from ..auth import Authenticator, AuthError, metadata_url, single_authorization
+from ..config import Settings
 from ..context import AuthInfo
 from ..runtime import Runtime
 from .exchange import json_response
@@ -25,15 +26,15 @@ def _authorization(scope: Scope) -> list[str]:
     return [v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"]
 
 
-async def authenticate(rt: Runtime, scope: Scope) -> AuthInfo | None:
+async def authenticate(authenticator: Authenticator | None, scope: Scope) -> AuthInfo | None:
     """The caller's verified identity; ``None`` when the app has no auth.
 
     Raises:
         AuthError: no token, a bad one, or the verifier is unavailable.
     """
-    if rt.auth is None:
+    if authenticator is None:
         return None
-    info: AuthInfo = await rt.auth.authenticate(single_authorization(_authorization(scope)))
+    info: AuthInfo = await authenticator.authenticate(single_authorization(_authorization(scope)))
     return info
 
 
@@ -57,8 +58,8 @@ def base_url(scope: Scope, host: str | None) -> str:
     return f"{scope.get('scheme', 'http')}://{h}{scope.get('root_path', '')}"
 
 
-async def refuse(rt: Runtime, scope: Scope, send: Send, host: str | None, exc: AuthError) -> None:
+async def refuse(settings: Settings, scope: Scope, send: Send, host: str | None, exc: AuthError) -> None:
     """Answer an authentication failure: status, challenge, JSON-RPC error body."""
-    urls = metadata_url(rt.settings, base_url(scope, host), rt.settings.endpoint_path)
+    urls = metadata_url(settings, base_url(scope, host), settings.endpoint_path)
     extra = [(k.lower().encode(), v.encode()) for k, v in exc.headers(urls.challenge, include_scope=False).items()]
     await json_response(send, exc.status, _json.dumps(exc.response_body(None)), extra)

@@ -11,21 +11,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 from .. import _json
 from ..asgi_types import Receive, Scope, Send
-from ..auth import AuthError
 from ..context import AuthInfo
 from ..errors import JsonRpcErrorCode, error_object
 from ..protocol.jsonrpc import error_response, too_deep
 from ..runtime import Runtime
-from .authn import Identity, authenticate, identity_of, refuse, tenant_of
+from .authn import Identity, identity_of, tenant_of
 from .exchange import json_response
-from .guard import BodyTooLarge, OriginGuard, accepts, read_body
+from .guard import BodyTooLarge, accepts, read_body
+from .http.door import ANSWERED
 from .inflight import next_unless_gone
 from .sse import SseWriter, event
 from .stdio import MessagePump
+
+if TYPE_CHECKING:
+    from ..stack import Stack
 
 __all__ = ["HttpSseTransport"]
 
@@ -77,27 +81,26 @@ class HttpSseTransport:
     count open streams here).
     """
 
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: Runtime, stack: Stack) -> None:
         self.rt = rt
         s = rt.settings
-        self.guard = OriginGuard(s.allowed_origins, s.allowed_hosts)
+        self.guard = stack.guard
+        self.auth = stack.auth
         self.keepalive_s = s.sse_keepalive_ms / 1000
         self.connections: dict[str, _Connection] = {}
         self._per_identity: dict[Identity, int] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        reason = self.guard.check(scope, headers.get("host"), headers.get("origin"))
+        reason = self.guard.reason(scope, headers.get("host"), headers.get("origin"))
         if reason is not None:
             await _error(send, 403, f"Forbidden: {reason}.")
             return
         if not ((route == "/sse" and scope["method"] == "GET") or (route == "/messages" and scope["method"] == "POST")):
             await _error(send, 405, "Method not allowed.")
             return
-        try:
-            auth = await authenticate(self.rt, scope)
-        except AuthError as exc:
-            await refuse(self.rt, scope, send, headers.get("host"), exc)
+        auth = await self.auth.verify(scope, send, headers.get("host")) if self.auth is not None else None
+        if auth is ANSWERED:
             return
         if route == "/sse":
             await self._stream(scope, receive, send, headers, auth)

@@ -240,11 +240,8 @@ class SessionPost:
     # -- SessionLink ----------------------------------------------------------------------------
 
     def sink_for(self, record: SessionRecord, stream_id: str | None = None) -> StreamSink | None:
-        """Where a stream of ``record`` is buffered for resumption (``None``: not resumable)."""
-        if self.rt.events is None:
-            return None
-        return StreamSink(self.rt.events, record.id, stream_id,
-                          prime=record.protocol_version >= "2025-11-25", retry_ms=self.rt.settings.sse_retry_ms)
+        """Where a stream of ``record`` is buffered for resumption (the event buffer layer's)."""
+        return self.ctx.buffering.sink_for(record, stream_id)
 
     async def ask_client(self, session_id: str, exchange: HttpExchange, method: str,
                          params: dict[str, Any] | None) -> dict[str, Any]:

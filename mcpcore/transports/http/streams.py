@@ -69,9 +69,10 @@ class Streams:
             return
         last = headers.text(b"last-event-id")
         parsed = split_event_id(last.strip()) if last else None
-        if last and (parsed is None or self.rt.events is None):
+        resumable = self.ctx.buffering.resumable
+        if last and (parsed is None or not resumable):
             log.info("Last-Event-ID %r is not resumable here; replaying nothing", last[:100])
-        resume = parsed is not None and self.rt.events is not None and parsed[0] != STANDALONE
+        resume = parsed is not None and resumable and parsed[0] != STANDALONE
         live = self.rt.live.get(record.id)
         if not resume and live.get_stream is not None:
             await error(send, 409, JsonRpcErrorCode.InvalidRequest,
@@ -106,9 +107,8 @@ class Streams:
 
     async def _resume(self, receive: Receive, send: Send, record: SessionRecord, stream_id: str, after: str) -> None:
         """Replay one stream after ``after`` from the shared buffer, then follow it to its end."""
-        assert self.rt.events is not None
         writer = SseWriter(send, [(b"mcp-session-id", record.id.encode())], self.ctx.keepalive_s)
-        events = self.rt.events.follow(record.id, stream_id, after)
+        events = self.ctx.buffering.follow(record.id, stream_id, after)
         gone = asyncio.get_running_loop().create_task(until_disconnect(receive))
         try:
             await writer.start()
@@ -166,7 +166,7 @@ class Streams:
         live.get_stream = lambda: queue.put_nowait(None)
         stop = self.ctx.dispatcher.closing.add_listener(lambda: queue.put_nowait(None))
         writer = SseWriter(send, [(b"mcp-session-id", record.id.encode())], self.ctx.keepalive_s)
-        sink = self.sessions.sink_for(record, STANDALONE)
+        sink = self.ctx.buffering.sink_for(record, STANDALONE)
         gone = asyncio.get_running_loop().create_task(until_disconnect(receive))
         try:
             await writer.start()
@@ -230,8 +230,7 @@ class Streams:
             return
         try:
             await self.rt.sessions.delete(record.id)
-            if self.rt.events is not None:
-                await self.rt.events.release(record.id)
+            await self.ctx.buffering.release(record.id)
         except McpError as exc:
             await json_response(send, 503, error_response(None, exc.to_wire()))
             return

@@ -14,6 +14,7 @@ from ...protocol.jsonrpc import error_response
 from ...protocol.versions import MODERN_VERSIONS, SUPPORTED_VERSIONS, Era
 from ...runtime import Runtime
 from ...server.dispatcher import Dispatcher
+from ..buffering import EventBuffering
 from ..exchange import json_response
 
 __all__ = ["ACCEPT_BOTH", "MODERN_VERSION_BYTES", "SUPPORTED_VERSION_BYTES", "HttpContext", "RequestHeaders",
@@ -61,6 +62,8 @@ class HttpContext:
     mode: str
     keepalive_s: float
     queue_max: int
+    buffering: EventBuffering
+    """The event buffer layer: where a session's streams are kept for resumption."""
 
 
 async def error(send: Send, status: int, code: int, message: str, rid: Any = None,

@@ -1,0 +1,67 @@
+"""``Layer``: what every layer of an app's stack is, the framework's own and the user's middleware.
+
+A request meets the layers in one order (``app.layers`` lists them, :mod:`mcpcore.stack` says
+what each does). Every layer has a name for that listing and a lifecycle: ``startup`` runs once
+before the app serves, in stack order, and ``shutdown`` once when it stops, in reverse. What a
+layer does to a request depends on the stage it serves:
+
+- the HTTP door (before a byte of the body is read): a ``door(headers, send)`` hook that answers
+  and returns ``None``, or returns the ``send`` the rest of the request uses (the host and origin
+  guard, CORS, auth);
+- the body (``BodyLimit``), then the message (``SessionOrEnvelope`` turns it into the request's
+  :class:`~mcpcore.context.Inbound`; ``ContextState`` and ``EventBuffering`` serve that request's
+  context and its stream);
+- the method: :class:`~mcpcore.Middleware` hooks around each method, the user's layers.
+
+The door hooks run one after another in the endpoint's coroutine, so a stage costs a call, not a
+nested coroutine per layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from .config import Settings
+
+__all__ = ["Layer", "LayerInfo"]
+
+
+@dataclass(frozen=True, slots=True)
+class LayerInfo:
+    """One layer of the stack as ``app.layers`` lists it."""
+
+    name: str
+    kind: str
+    """``"framework"`` or ``"middleware"``."""
+    where: str
+    """What serves the layer: its class (for auth, the verifier in use)."""
+
+
+class Layer:
+    """The base of every layer: a name, a kind, a start and a stop."""
+
+    title: ClassVar[str] = ""
+    """The name ``app.layers`` gives the layer (the class name when empty)."""
+    kind: ClassVar[str] = "framework"
+
+    def info(self) -> LayerInfo:
+        """How ``app.layers`` lists this layer."""
+        return LayerInfo(self.title or type(self).__name__, self.kind, self.where())
+
+    def where(self) -> str:
+        """The layer's class, module-qualified."""
+        return qualified(self)
+
+    async def startup(self, settings: Settings, redis: Any = None) -> None:
+        """Called once when the app starts, before it serves (``redis``: the app's shared
+        Redis client when it has one)."""
+
+    async def shutdown(self) -> None:
+        """Called once when the app stops."""
+
+
+def qualified(obj: object) -> str:
+    """``module.Class`` of ``obj``."""
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"

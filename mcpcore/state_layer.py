@@ -1,0 +1,54 @@
+"""The state layer: ``ctx.state``, tenant-scoped storage, and the app-wide services every
+request's context reaches (``ctx.values`` lives on the context itself)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .config import Settings
+from .context import ContextServices
+from .layer import Layer
+from .storage.base import StorageProvider
+from .storage.service import CursorSigner, StateService
+from .wiring import state_provider
+
+__all__ = ["ContextState"]
+
+log = logging.getLogger("mcpcore.app")
+
+
+class ContextState(Layer):
+    """Opens the ``ctx.state`` provider at startup (the app's ``storage=`` or the one
+    ``STORAGE_PROVIDER_TYPE`` names) and hands every request's context the app's services.
+
+    A provider unreachable at startup does not stop the app: ``/readyz`` reports it and a
+    request that uses ``ctx.state`` gets a clear 503 until it answers.
+    """
+
+    title = "state"
+
+    def __init__(self, services: ContextServices, given: StorageProvider | None) -> None:
+        self.services = services
+        self.given = given
+        self.telemetry: Any = None
+        self._owned: StorageProvider | None = None
+
+    def where(self) -> str:
+        return "mcpcore.storage.service.StateService"
+
+    async def startup(self, settings: Settings, redis: Any = None) -> None:
+        provider = state_provider(settings, self.given)
+        if self.given is None:
+            self._owned = provider
+        try:
+            await provider.ping()
+        except Exception as exc:  # keep serving: /readyz reports it and requests get a clear 503
+            log.error("ctx.state storage is unreachable at startup: %s", getattr(exc, "message", exc))
+        signer = CursorSigner.from_settings(settings.storage_cursor_key, settings.request_state_key)
+        self.services.state = StateService(provider, signer, self.telemetry)
+
+    async def shutdown(self) -> None:
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            await owned.close()

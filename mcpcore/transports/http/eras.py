@@ -1,0 +1,63 @@
+"""The session-or-envelope layer: a message becomes the request of its era.
+
+A request that carries the 2026-07-28 envelope (``params._meta`` naming that revision), or names
+it in ``MCP-Protocol-Version``, and no session is modern and served statelessly by
+:mod:`.modern`; everything else is 2025-era traffic served through the session its
+``Mcp-Session-Id`` names (:mod:`.sessions`); GET and DELETE serve a session's streams
+(:mod:`.streams`). The wire digest's Part C2 says why the choice is made this way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...asgi_types import Receive, Send
+from ...layer import Layer
+from ...protocol.jsonrpc import InvalidMessage, classify_message
+from ...protocol.versions import META_PROTOCOL_VERSION
+from .modern import ModernPost
+from .sessions import SessionPost
+from .streams import Streams
+from .wire import MODERN_VERSION_BYTES, HttpContext, RequestHeaders, error
+
+__all__ = ["SessionOrEnvelope"]
+
+
+class SessionOrEnvelope(Layer):
+    """2025: the session's record, bound to the identity (404 when it is not the caller's);
+    2026-07-28: the request's ``_meta`` envelope. Either way the request's
+    :class:`~mcpcore.context.Inbound` comes from the one intake (:mod:`mcpcore.transports.intake`)."""
+
+    title = "session or envelope"
+    modern: ModernPost
+    sessions: SessionPost
+    streams: Streams
+
+    def where(self) -> str:
+        return "mcpcore.transports.intake"
+
+    def bind(self, ctx: HttpContext) -> None:
+        """Serve through the HTTP transport's parts (once, when the transport is built)."""
+        self.modern = ModernPost(ctx)
+        self.sessions = SessionPost(ctx)
+        self.streams = Streams(ctx, self.sessions)
+
+    async def post(self, receive: Receive, send: Send, headers: RequestHeaders, msg: Any) -> None:
+        """A POST's parsed body: a batch, or one message of either era."""
+        if type(msg) is list:
+            await self.sessions.batch(send, headers, msg)
+            return
+        try:
+            kind = classify_message(msg)
+        except InvalidMessage as exc:
+            await error(send, 400, exc.code, exc.message, exc.request_id)
+            return
+        if kind == "request" and b"mcp-session-id" not in headers:
+            params = msg.get("params")
+            meta = params.get("_meta") if type(params) is dict else None
+            if (type(meta) is dict and META_PROTOCOL_VERSION in meta) or \
+                    headers.get(b"mcp-protocol-version", b"").strip() in MODERN_VERSION_BYTES:
+                await self.modern(receive, send, headers, msg)
+                return
+        sid = headers.get(b"mcp-session-id")
+        await self.sessions(receive, send, headers, msg, kind, sid.decode("latin-1") if sid is not None else None)
