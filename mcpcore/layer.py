@@ -5,16 +5,16 @@ what each does). Every layer has a name for that listing and a lifecycle: ``star
 before the app serves, in stack order, and ``shutdown`` once when it stops, in reverse. What a
 layer does to a request depends on the stage it serves:
 
-- the HTTP door (before a byte of the body is read): a ``door(headers, send)`` hook that answers
-  and returns ``None``, or returns the ``send`` the rest of the request uses (the host and origin
-  guard, CORS, auth);
+- the HTTP door (before a byte of the body is read): a synchronous ``door(headers, send)`` hook
+  that returns ``None`` to let the request pass, or the awaitable of what it does to it (answer
+  it, or give the ``send`` the rest of the request uses): the host and origin guard, CORS, auth;
 - the body (``BodyLimit``), then the message (``SessionOrEnvelope`` turns it into the request's
   :class:`~mcpcore.context.Inbound`; ``ContextState`` and ``EventBuffering`` serve that request's
   context and its stream);
 - the method: :class:`~mcpcore.Middleware` hooks around each method, the user's layers.
 
-The door hooks run one after another in the endpoint's coroutine, so a stage costs a call, not a
-nested coroutine per layer.
+The door hooks run one after another in the endpoint's coroutine, so a layer with nothing to do
+for a request costs a call, not a nested coroutine.
 """
 
 from __future__ import annotations

@@ -80,13 +80,20 @@ class Stack:
 
     @property
     def doors(self) -> tuple[HostOriginGuard | CorsPolicy | Authentication, ...]:
-        """The layers at the HTTP door, in order (auth only when the app has it)."""
-        return (self.guard, self.cors) if self.auth is None else (self.guard, self.cors, self.auth)
+        """The layers the HTTP endpoint runs at the door, in order: those with something to do
+        in this app (CORS only with allowed origins, auth only when the app has it)."""
+        layers: list[HostOriginGuard | CorsPolicy | Authentication] = [self.guard]
+        if self.cors.active:
+            layers.append(self.cors)
+        if self.auth is not None:
+            layers.append(self.auth)
+        return tuple(layers)
 
     @property
     def framework(self) -> tuple[Layer, ...]:
         """The framework's layers, in order."""
-        return (*self.doors, self.body_limit, self.session, self.state, self.events)
+        auth = () if self.auth is None else (self.auth,)
+        return (self.guard, self.cors, *auth, self.body_limit, self.session, self.state, self.events)
 
     def __iter__(self) -> Iterator[Layer]:
         yield from self.framework

@@ -280,6 +280,11 @@ async def test_cors_is_off_by_default_and_grants_only_configured_origins() -> No
         assert "mcp-session-id" in r.headers["access-control-expose-headers"]
         r = await c.http.options(c.url, headers={**preflight, "origin": "https://evil.example"})
         assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
+    async with McpTestClient(example_app(cors_allowed_origins=("*",)), headers={"origin": "https://any.example"}) as c:
+        r = await c.http.options(c.url, headers={**preflight, "origin": "https://any.example"})
+        assert r.headers["access-control-allow-origin"] == "https://any.example"
+        r = await c.post({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}, c.headers())
+        assert r.headers["access-control-allow-origin"] == "https://any.example"  # the answer too, not only the grant
 
 
 async def test_stream_slots_are_shared_by_instances_on_redis(redis_url: str) -> None:

@@ -1,15 +1,19 @@
 """The layers at the HTTP door, run before a byte of the body is read, then the body's.
 
-Each door layer's ``door(headers, send)`` answers the request itself and returns ``None``, or
-returns the ``send`` the rest of the request uses (CORS wraps it). The endpoint runs them in
-stack order: :class:`HostOriginGuard`, :class:`CorsPolicy`, :class:`Authentication` (only when
-the app has auth). :class:`BodyLimit` then reads and parses the body of a POST.
+A door layer's ``door(headers, send)`` is called for every request, synchronously: it returns
+``None`` to let the request pass untouched, or the awaitable of what it does to it, which gives
+the ``send`` the rest of the request uses (CORS wraps it), or ``None`` when the layer answered.
+So a layer with nothing to do costs a call, not a coroutine. The endpoint runs them in stack
+order: :class:`HostOriginGuard`, :class:`CorsPolicy` (only with ``MCP_CORS_ALLOWED_ORIGINS``),
+:class:`Authentication` (only when the app has auth). :class:`BodyLimit` then reads and parses
+the body of a POST.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Awaitable
 from typing import Any, Final, Literal
 
 from ... import _json
@@ -27,7 +31,7 @@ from ..cors import Cors
 from ..guard import BodyTooLarge, OriginGuard, accepts, read_body
 from .wire import ACCEPT_BOTH, RequestHeaders, error, replay
 
-__all__ = ["ANSWERED", "Authentication", "BodyLimit", "CorsPolicy", "HostOriginGuard"]
+__all__ = ["ANSWERED", "Authentication", "BodyLimit", "CorsPolicy", "DoorAction", "HostOriginGuard"]
 
 log = logging.getLogger("mcpcore.transport")
 
@@ -38,6 +42,9 @@ class _Answered(enum.Enum):
 
 ANSWERED: Final = _Answered.SENT
 """What :meth:`BodyLimit.read` returns when it answered the request itself."""
+
+DoorAction = Awaitable["Send | None"]
+"""What a door layer does to a request: gives the ``send`` to go on with, or ``None`` (answered)."""
 
 
 class HostOriginGuard(Layer):
@@ -53,31 +60,42 @@ class HostOriginGuard(Layer):
         """Why the request is refused, or ``None``."""
         return self.guard.check(scope, host, origin)
 
-    async def door(self, headers: RequestHeaders, send: Send) -> Send | None:
+    def door(self, headers: RequestHeaders, send: Send) -> DoorAction | None:
         reason = self.guard.check(headers.scope, headers.get(b"host"), headers.get(b"origin"))
-        if reason is None:
-            return send
+        return None if reason is None else self._refuse(send, reason)
+
+    async def _refuse(self, send: Send, reason: str) -> None:
         log.warning("refused request: %s", reason)
         await error(send, 403, JsonRpcErrorCode.InvalidRequest, f"Forbidden: {reason}.")
-        return None
 
 
 class CorsPolicy(Layer):
-    """Preflights (``OPTIONS``) answered, and an allowed origin's responses given the CORS
-    headers (``MCP_CORS_ALLOWED_ORIGINS``; off, a preflight grants nothing)."""
+    """An allowed origin's responses given the CORS headers (``MCP_CORS_ALLOWED_ORIGINS``), and
+    preflights (``OPTIONS``) answered: the endpoint hands them to :meth:`preflight` (off, a
+    preflight grants nothing). At the door only when origins are configured."""
 
     title = "cors"
 
     def __init__(self, settings: Settings) -> None:
         self.cors = Cors(settings.cors_allowed_origins)
 
-    async def door(self, headers: RequestHeaders, send: Send) -> Send | None:
-        if headers.scope["method"] == "OPTIONS":
-            await self.cors.preflight(headers, send)
+    @property
+    def active(self) -> bool:
+        """Whether some origin is allowed (else the layer has nothing to do at the door)."""
+        return bool(self.cors.origins or self.cors.any)
+
+    def door(self, headers: RequestHeaders, send: Send) -> DoorAction | None:
+        origin = headers.get(b"origin")
+        if origin is None or headers.scope["method"] == "OPTIONS":  # a preflight carries its own grant
             return None
-        if self.cors.origins and b"origin" in headers:
-            return self.cors.wrap(headers[b"origin"], send)
-        return send
+        return self._wrap(origin, send)
+
+    async def _wrap(self, origin: bytes, send: Send) -> Send:
+        return self.cors.wrap(origin, send)
+
+    async def preflight(self, headers: RequestHeaders, send: Send) -> None:
+        """Answer ``OPTIONS``: the allowed methods, and for an allowed origin the CORS grant."""
+        await self.cors.preflight(headers, send)
 
 
 class Authentication(Layer):
@@ -108,10 +126,11 @@ class Authentication(Layer):
             await refuse(self.settings, scope, send, host, exc)
             return ANSWERED
 
-    async def door(self, headers: RequestHeaders, send: Send) -> Send | None:
+    def door(self, headers: RequestHeaders, send: Send) -> DoorAction | None:
+        return self._admit(headers, send) if headers.scope["method"] in ("POST", "GET", "DELETE") else None
+
+    async def _admit(self, headers: RequestHeaders, send: Send) -> Send | None:
         scope = headers.scope
-        if scope["method"] not in ("POST", "GET", "DELETE"):
-            return send
         try:
             headers.auth = await authenticate(self.authenticator, scope)
         except AuthError as exc:

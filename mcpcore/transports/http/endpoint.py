@@ -30,7 +30,8 @@ class HttpTransport:
         self.rt = rt
         s = rt.settings
         self.doors = tuple(layer.door for layer in stack.doors)
-        self.body = stack.body_limit
+        self.cors = stack.cors
+        self.read_body = stack.body_limit.read
         self.eras = stack.session
         self.eras.bind(HttpContext(rt, rt.dispatcher, rt.session_mode, s.sse_keepalive_ms / 1000,
                                    s.stream_queue_max, stack.events))
@@ -39,19 +40,23 @@ class HttpTransport:
         headers = RequestHeaders(scope["headers"])
         headers.scope = scope
         for door in self.doors:
-            answer = await door(headers, send)
-            if answer is None:
-                return
-            send = answer
+            action = door(headers, send)
+            if action is not None:
+                passed = await action
+                if passed is None:
+                    return
+                send = passed
         method = scope["method"]
         if method == "POST":
-            msg = await self.body.read(receive, send, headers)
+            msg = await self.read_body(receive, send, headers)
             if msg is not ANSWERED:
                 await self.eras.post(receive, send, headers, msg)
         elif method == "GET":
             await self.eras.streams.get(receive, send, headers)
         elif method == "DELETE":
             await self.eras.streams.delete(send, headers)
+        elif method == "OPTIONS":
+            await self.cors.preflight(headers, send)
         else:
             await error(send, 405, JsonRpcErrorCode.InvalidRequest, "Method not allowed.",
                         headers=[(b"allow", b"GET, POST, DELETE")])

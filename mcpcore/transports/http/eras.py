@@ -9,6 +9,7 @@ it in ``MCP-Protocol-Version``, and no session is modern and served statelessly 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from ...asgi_types import Receive, Send
@@ -42,22 +43,20 @@ class SessionOrEnvelope(Layer):
         self.sessions = SessionPost(ctx)
         self.streams = Streams(ctx, self.sessions)
 
-    async def post(self, receive: Receive, send: Send, headers: RequestHeaders, msg: Any) -> None:
-        """A POST's parsed body: a batch, or one message of either era."""
+    def post(self, receive: Receive, send: Send, headers: RequestHeaders, msg: Any) -> Awaitable[None]:
+        """A POST's parsed body, a batch or one message of either era: the era's serving of it
+        (chosen here, awaited by the endpoint, so the choice costs no coroutine of its own)."""
         if type(msg) is list:
-            await self.sessions.batch(send, headers, msg)
-            return
+            return self.sessions.batch(send, headers, msg)
         try:
             kind = classify_message(msg)
         except InvalidMessage as exc:
-            await error(send, 400, exc.code, exc.message, exc.request_id)
-            return
+            return error(send, 400, exc.code, exc.message, exc.request_id)
         if kind == "request" and b"mcp-session-id" not in headers:
             params = msg.get("params")
             meta = params.get("_meta") if type(params) is dict else None
             if (type(meta) is dict and META_PROTOCOL_VERSION in meta) or \
                     headers.get(b"mcp-protocol-version", b"").strip() in MODERN_VERSION_BYTES:
-                await self.modern(receive, send, headers, msg)
-                return
+                return self.modern(receive, send, headers, msg)
         sid = headers.get(b"mcp-session-id")
-        await self.sessions(receive, send, headers, msg, kind, sid.decode("latin-1") if sid is not None else None)
+        return self.sessions(receive, send, headers, msg, kind, sid.decode("latin-1") if sid is not None else None)
