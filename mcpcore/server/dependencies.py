@@ -11,8 +11,8 @@ generators run in a worker thread, as sync handlers do.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator, Callable, Generator, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
@@ -25,6 +25,7 @@ Overrides = Mapping[Callable[..., Any], Dependency]
 """Dependencies replaced for the app (``app.dependency_overrides``), already analysed."""
 
 _DONE = object()
+T = TypeVar("T")
 
 
 def _advance(gen: Generator[Any, None, None], exc: BaseException | None) -> Any:
@@ -46,11 +47,6 @@ class Resolution:
         self.cache: dict[Callable[..., Any], Any] = {}
         self._ctx: Context | None = None
         self._exits: list[AsyncGenerator[Any, None] | Generator[Any, None, None]] = []
-
-    @property
-    def pending(self) -> bool:
-        """Whether a generator waits for its cleanup."""
-        return bool(self._exits)
 
     async def solve(self, dep: Dependency) -> Any:
         """The value of one dependency (and of those under it)."""
@@ -88,6 +84,21 @@ class Resolution:
         if dep.use_cache:
             self.cache[key] = value
         return value
+
+    async def around(self, deps: Sequence[tuple[str, Dependency]],
+                     body: Callable[[dict[str, Any]], Awaitable[T]]) -> T:
+        """Resolve ``deps`` (parameter name, dependency), run ``body`` with their values, then
+        the generators' cleanup, with ``body``'s exception (or the cancellation) thrown in."""
+        try:
+            values = {name: await self.solve(dep) for name, dep in deps}
+            result = await body(values)
+        except BaseException as exc:
+            if self._exits:
+                await self.close(exc)
+            raise
+        if self._exits:
+            await self.close()
+        return result
 
     async def close(self, exc: BaseException | None = None) -> None:
         """Run each generator's cleanup (see :func:`close_all`)."""

@@ -218,28 +218,18 @@ async def _run_with_dependencies(core: ServerCore, family: Family[D], d: D, vali
     operation = family.operation(d, target)
     if req.request_state is not None:
         unseal(core, req, operation)
+    async def rounds(resolved: dict[str, Any]) -> dict[str, Any]:
+        if req.request_state is None:
+            try:  # the common case: one round, inline
+                return await _attempt(family, d, validated, req, target, resolved)
+            except InputRequired as sig:
+                return await run_rounds(core, req, operation,
+                                        lambda: _attempt(family, d, validated, req, target, resolved), sig)
+        return await run_rounds(core, req, operation, lambda: _attempt(family, d, validated, req, target, resolved))
+
     run = Resolution(functools.partial(family.context, d, req, operation, target), core.dependency_overrides)
     try:
-        try:
-            resolved: dict[str, Any] = {}
-            for name, dep in d.args.deps:
-                resolved[name] = await run.solve(dep)
-            if req.request_state is None:
-                try:  # the common case: one round, inline
-                    result = await _attempt(family, d, validated, req, target, resolved)
-                except InputRequired as sig:
-                    result = await run_rounds(core, req, operation,
-                                              lambda: _attempt(family, d, validated, req, target, resolved), sig)
-            else:
-                result = await run_rounds(core, req, operation,
-                                          lambda: _attempt(family, d, validated, req, target, resolved))
-        except BaseException as exc:
-            if run.pending:
-                await run.close(exc)
-            raise
-        if run.pending:
-            await run.close()
-        return result
+        return await run.around(d.args.deps, rounds)
     except Exception as exc:
         return _failure(family, d, exc, req, target)
 

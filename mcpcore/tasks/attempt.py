@@ -64,17 +64,12 @@ async def _call(core: ServerCore, tool: ToolDefinition, validated: Any, req: Inb
         return TOOLS.shape(tool, value, ctx, req, tool.name)
     # An attempt resolves the tool's dependencies itself: it may run on another instance, long
     # after the call that created the task, so what that request resolved is not at hand.
+    async def handler(resolved: dict[str, Any]) -> Any:
+        kwargs.update(resolved)
+        return await (direct(**kwargs) if direct is not None else tool.call(kwargs))
+
     deps = Resolution(functools.partial(TOOLS.context, tool, req, operation, tool.name), core.dependency_overrides)
-    try:
-        for name, dep in plan.deps:
-            kwargs[name] = await deps.solve(dep)
-        value = await (direct(**kwargs) if direct is not None else tool.call(kwargs))
-    except BaseException as exc:
-        if deps.pending:
-            await deps.close(exc)
-        raise
-    if deps.pending:
-        await deps.close()
+    value = await deps.around(plan.deps, handler)
     return TOOLS.shape(tool, value, ctx, req, tool.name)
 
 

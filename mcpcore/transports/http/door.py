@@ -130,12 +130,10 @@ class Authentication(Layer):
         return self._admit(headers, send) if headers.scope["method"] in ("POST", "GET", "DELETE") else None
 
     async def _admit(self, headers: RequestHeaders, send: Send) -> Send | None:
-        scope = headers.scope
-        try:
-            headers.auth = await authenticate(self.authenticator, scope)
-        except AuthError as exc:
-            await refuse(self.settings, scope, send, headers.text(b"host"), exc)
+        auth = await self.verify(headers.scope, send, headers.text(b"host"))
+        if auth is ANSWERED:
             return None
+        headers.auth = auth
         return send
 
 
