@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: help install run run-stdio test test-fast lint format typecheck conformance bench bench-smoke soak fuzz clean
+.PHONY: help install run run-stdio test test-fast lint format typecheck conformance bench bench-smoke budget soak fuzz clean
 
 help:
 	@echo "make run        serve examples/everything.py on http://$(HOST):$(PORT)/mcp (HOST/PORT overridable)"
@@ -15,6 +15,7 @@ help:
 	@echo "make lint       ruff;  make typecheck: mypy --strict on mcpcore/"
 	@echo "make conformance  official conformance suites against the example server"
 	@echo "make bench      side-by-side benchmark (BENCH_ARGS='--duration 5');  make bench-smoke: a few seconds of it"
+	@echo "make budget     instructions per request held to benchmarks/budget/budgets.toml (also part of make test)"
 	@echo "make soak       10 minutes of sessions that come and go, RSS sampled (SOAK_ARGS='--minutes 10')"
 
 $(STAMP): pyproject.toml
@@ -59,6 +60,10 @@ bench: $(STAMP)
 bench-smoke: $(STAMP)
 	$(PY) -m tests.tools.ensure_system
 	$(PY) -m benchmarks.run --smoke
+
+budget: $(STAMP)
+	$(PY) -m tests.tools.ensure_system
+	$(PY) -m benchmarks.budget
 
 soak: $(STAMP)
 	$(PY) -m benchmarks.soak $(SOAK_ARGS)

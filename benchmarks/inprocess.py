@@ -1,6 +1,6 @@
 """Per-request cost of the echo servers' apps alone, with no HTTP server around them.
 
-    .venv/bin/python -m benchmarks.inprocess [--servers mcpcore,starlette,asgi] [--eras 2026,2025]
+    .venv/bin/python -m benchmarks.inprocess [--servers mcpcore,mcpcore_layers,starlette,asgi] [--eras 2026,2025]
                                              [--requests 50000] [--pollute-kb 0]
 
 Each app is called directly as ASGI on uvloop with a prepared scope, the tools/call body the
@@ -8,9 +8,10 @@ harness sends and a ``send`` that keeps the messages: what is left is the framew
 request. ``--pollute-kb N`` writes one byte per cache line of an N KB buffer before every call
 (not timed), a rough way to see how each app's cost grows when a call starts with cold caches, as
 it does in a server where uvicorn and the kernel run between requests (noisy on a shared machine:
-repeat it). Only the calls are timed, each server and era in its own process. mcpcore, bare
-Starlette and pure ASGI (the project's .venv); the peers need their own virtualenv and are
-measured by ``benchmarks.run``.
+repeat it). Only the calls are timed, each server and era in its own process. mcpcore (also
+with three middleware layers and a ``Depends``: ``mcpcore_layers``), bare Starlette and pure ASGI
+(the project's .venv); the peers need their own virtualenv and are measured by ``benchmarks.run``.
+:mod:`benchmarks.budget` counts instructions per request with this module's :func:`call`.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from typing import Any
 
 import orjson
 
-SERVERS_DIR = Path(__file__).resolve().parent / "servers"
-MODULES = {"mcpcore": "mcpcore_echo", "starlette": "starlette_echo", "asgi": "asgi_echo"}
+SERVERS_DIR = Path(__file__).parent / "servers"  # not resolved: benchmarks.budget runs the code through a link
+MODULES = {"mcpcore": "mcpcore_echo", "mcpcore_layers": "mcpcore_layered", "starlette": "starlette_echo",
+           "asgi": "asgi_echo"}
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {}}
 BASE_HEADERS = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).parents[2]  # not resolved: benchmarks.budget runs the code through a link
 BENCH = ROOT / "benchmarks"
 HARNESS = BENCH / "harness"
 SERVERS_DIR = BENCH / "servers"

@@ -1,7 +1,8 @@
-"""Install the Debian packages the suite drives (redis-server, redis-cli, chromium, wrk, valgrind) when missing.
+"""Install the Debian packages the suite drives (redis-server, redis-cli, chromium, wrk, valgrind, gcc) when missing.
 
 redis-server also runs the sentinels (``redis-server <conf> --sentinel``) and redis-cli joins the
-test Cluster (``redis-cli --cluster create``).
+test Cluster (``redis-cli --cluster create``). gcc compiles the instruction budget's callgrind
+marks (benchmarks/budget/marks.c) against valgrind's header.
 
 Runs apt-get only as root; otherwise prints the command to run. The tests that need a missing
 tool then fail with the same hint (none of them skips).
@@ -17,7 +18,7 @@ import subprocess
 import sys
 
 PACKAGES = {"redis-server": "redis-server", "redis-cli": "redis-tools", "chromium": "chromium", "wrk": "wrk",
-            "valgrind": "valgrind"}
+            "valgrind": "valgrind", "gcc": "gcc"}
 
 
 def main() -> int:
