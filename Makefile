@@ -69,7 +69,7 @@ soak: $(STAMP)
 	$(PY) -m benchmarks.soak $(SOAK_ARGS)
 
 fuzz: $(STAMP)
-	MCPCORE_FUZZ_EXAMPLES=$${MCPCORE_FUZZ_EXAMPLES:-100000} $(PY) -m pytest -q -p no:randomly tests/test_hostile.py -k fuzzed --timeout 0
+	MCPCORE_FUZZ_EXAMPLES=$${MCPCORE_FUZZ_EXAMPLES:-100000} $(PY) -m pytest -q -p no:randomly tests/test_hostile.py tests/tasks/test_bounds.py -k fuzzed --timeout 0
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache

@@ -195,6 +195,9 @@ class Settings:
     tasks_lease_ms: int = _env("MCP_TASKS_LEASE_MS", _int(1000, 3_600_000), 10_000)
     tasks_max_per_identity: int = _env("MCP_TASKS_MAX_PER_IDENTITY", _int(1), 100)
     tasks_max_per_instance: int = _env("MCP_TASKS_MAX_PER_INSTANCE", _int(1), 1000)
+    tasks_max_kept_per_identity: int = _env("MCP_TASKS_MAX_KEPT_PER_IDENTITY", _int(1), 1000)
+    tasks_max_bytes_per_identity: int = _env("MCP_TASKS_MAX_BYTES_PER_IDENTITY", _int(65_536), 33_554_432)
+    tasks_max_task_bytes: int = _env("MCP_TASKS_MAX_TASK_BYTES", _int(4096), 4_194_304)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

@@ -26,7 +26,7 @@ from .sessions.memory import MemorySessionStore
 from .sessions.streams import MemoryStreamSlots, StreamSlots
 from .storage.base import StorageProvider
 from .storage.memory import MemoryStorage
-from .tasks.base import TaskStore
+from .tasks.base import TaskBounds, TaskStore
 from .tasks.memory import MemoryTaskStore
 from .transports.live import LiveSessions
 
@@ -80,7 +80,7 @@ class Stores:
                                                  lease_ms=int(3000 * max(10.0, sweep_period)))
             from .tasks.redis import RedisTaskStore
 
-            self.tasks = RedisTaskStore(self.redis)
+            self.tasks = RedisTaskStore(self.redis, bounds=TaskBounds.from_settings(s))
         else:
             self.bus = LocalBus()
             self._memory_sessions = self.sessions = MemorySessionStore(
@@ -90,7 +90,7 @@ class Stores:
                 s.resumability_max_events, s.resumability_ttl_ms, max_bytes=s.resumability_max_bytes,
                 max_total_bytes=s.resumability_max_total_bytes) if s.resumability else None
             self.stream_slots = MemoryStreamSlots(s.max_streams_per_session)
-            self.tasks = MemoryTaskStore()
+            self.tasks = MemoryTaskStore(TaskBounds.from_settings(s))
         self.sessions.on_evict = self.on_session_gone
 
     def on_session_gone(self, session_id: str) -> None:

@@ -160,6 +160,15 @@ MEANINGS: dict[str, str] = {
                                   "past it `tools/call` is refused (`-32003`, `too_many_tasks`).",
     "MCP_TASKS_MAX_PER_INSTANCE": "Most tasks one instance runs at once; past it a new task is refused "
                                   "(`-32000`, `task_capacity`: another instance may take it).",
+    "MCP_TASKS_MAX_KEPT_PER_IDENTITY": "Most tasks, finished ones included, one identity keeps; past it its "
+                                       "finished tasks that expire first are forgotten to make room (docs/tasks.md).",
+    "MCP_TASKS_MAX_BYTES_PER_IDENTITY": "Most bytes one identity's tasks keep (arguments and request, result or "
+                                        "error); past it its finished tasks that expire first are forgotten, and a "
+                                        "new task that its unfinished ones leave no room for is refused (`-32003`, "
+                                        "`task_bytes_full`).",
+    "MCP_TASKS_MAX_TASK_BYTES": "Most bytes one task keeps: a call whose arguments and request take more is "
+                                "refused (`-32602`, `task_too_large`); a result that does not fit fails the task "
+                                "(`task_result_too_large`).",
 }
 
 

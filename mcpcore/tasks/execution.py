@@ -4,6 +4,10 @@ store, the leases of everything running here renewed while anything runs (and on
 An attempt holds the task's lease. Losing it (the task was cancelled, or another instance took
 it over after this one stalled past its lease) stops the attempt: ``ctx.signal`` fires and the
 handler's asyncio task is cancelled; whatever it returns afterwards is refused by the store.
+
+How an attempt ended is written until the store takes it: while the store is unreachable the
+write is tried again, and the attempt stays here with its lease renewed, so a run that finished
+is never reported lost, and a tool that must not run twice is not run again.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import _json
 from ..context import Inbound
@@ -29,9 +34,22 @@ if TYPE_CHECKING:
     from ..context import ContextServices
     from ..server.core import ServerCore
 
-__all__ = ["Executions", "RunningTask", "TaskOutbound", "failure"]
+__all__ = ["Executions", "RunningTask", "TaskOutbound", "failure", "store_unreachable"]
 
 log = logging.getLogger("mcpcore.tasks")
+
+T = TypeVar("T")
+
+_RETRY_FIRST_S = 0.1
+_RETRY_MAX_S = 2.0
+_WARN_EVERY_S = 10.0
+
+
+def store_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the task store could not be reached (a write worth trying again)."""
+    if isinstance(exc, McpError):
+        return exc.code == JsonRpcErrorCode.ServiceUnavailable
+    return isinstance(exc, (OSError, TimeoutError))
 
 
 def failure(code: int, message: str, reason: str) -> bytes:
@@ -92,13 +110,15 @@ class Executions:
     """The attempts running in this process, and their leases."""
 
     def __init__(self, core: ServerCore, store: TaskStore, services: ContextServices, *, holder: str,
-                 lease_ms: int, max_rounds: int, publish: Callable[[dict[str, Any]], None]) -> None:
+                 lease_ms: int, max_rounds: int, publish: Callable[[dict[str, Any]], None],
+                 max_task_bytes: int = 4 * 2**20) -> None:
         self.core = core
         self.store = store
         self.services = services
         self.holder = holder
         self.lease_ms = lease_ms
         self.max_rounds = max_rounds
+        self.max_task_bytes = max_task_bytes
         self.publish = publish
         self.running: dict[str, _Running] = {}
         self._renewer: asyncio.Task[None] | None = None
@@ -106,6 +126,10 @@ class Executions:
 
     def __len__(self) -> int:
         return len(self.running)
+
+    def attempts(self) -> dict[str, int]:
+        """What runs here: task id -> attempt (the lease watcher never takes these over)."""
+        return {tid: r.attempt for tid, r in self.running.items()}
 
     # -- an attempt's Inbound ---------------------------------------------------------------------
 
@@ -158,7 +182,8 @@ class Executions:
         await self.settle(st, outcome)
 
     async def settle(self, st: TaskState, outcome: Outcome) -> None:
-        """Write how attempt ``st.attempt`` ended (refused by the store if it no longer holds it)."""
+        """Write how attempt ``st.attempt`` ended (refused by the store if it no longer holds it),
+        trying again while the store is unreachable."""
         tid, n = st.task_id, st.attempt
         now = now_ms()
         spec = outcome.spec
@@ -170,7 +195,8 @@ class Executions:
                     "times.", {"reason": "too_many_input_rounds"}))
             else:
                 asks = {wire_key(k, nxt): _json.dumps(r.to_wire()) for k, r in spec.input_requests.items()}
-                if await self.store.park(tid, n, asks, spec.request_state, "Waiting for input"):
+                if await self.until_stored(tid, "questions", lambda: self.store.park(
+                        tid, n, asks, spec.request_state, "Waiting for input")):
                     self.changed(st, "input_required", now, "Waiting for input")
                 return
         if outcome.kind == "result" and outcome.result is not None:
@@ -181,8 +207,43 @@ class Executions:
                 err = McpError(JsonRpcErrorCode.InternalError, "The task failed: " + err.message,
                                {"reason": "task_crashed"})
             status, body, message = "failed", _json.dumps(error_object(err.code, err.message, err.data)), err.message
-        if await self.store.finish(tid, n, status, body, message):
+        room = self.max_task_bytes - len(st.meta.to_json())
+        if len(body) > room:
+            message = (f"The task's {'result' if status == 'completed' else 'error'} takes {len(body)} bytes; a task "
+                       f"keeps at most {self.max_task_bytes} with its arguments (MCP_TASKS_MAX_TASK_BYTES).")
+            log.warning("task %s of %s: %s", tid[:8], st.meta.tool, message)
+            status, body = "failed", failure(JsonRpcErrorCode.InternalError, message, "task_result_too_large")
+        if await self.until_stored(tid, status, lambda: self.store.finish(tid, n, status, body, message)):
             self.changed(st, status, now, message, body)
+
+    async def until_stored(self, task_id: str, what: str, write: Callable[[], Awaitable[T]]) -> T:
+        """Run the store ``write`` until the store takes it (or the attempt is stopped: its lease
+        was lost, or the server is stopping)."""
+        delay = _RETRY_FIRST_S
+        warned = 0.0
+        since = time.monotonic()
+        while True:
+            try:
+                done = await write()
+            except asyncio.CancelledError:
+                if warned:
+                    log.error("task %s: its ending (%s) was not written: the store stayed unreachable for %.1f s "
+                              "and the attempt was stopped", task_id[:8], what, time.monotonic() - since)
+                raise
+            except Exception as exc:
+                if not store_unreachable(exc):
+                    raise
+                if time.monotonic() - warned >= _WARN_EVERY_S:
+                    warned = time.monotonic()
+                    log.warning("task %s: the store is unreachable (%s); writing its ending (%s) again until it is "
+                                "back, the lease kept meanwhile", task_id[:8], getattr(exc, "message", exc), what)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX_S)
+                continue
+            if warned:
+                log.warning("task %s: its ending (%s) was written after %.1f s", task_id[:8], what,
+                            time.monotonic() - since)
+            return done
 
     def changed(self, st: TaskState, status: str, now: int, message: str | None, outcome: bytes | None = None,
                 lease: int | None = None) -> None:
@@ -206,7 +267,18 @@ class Executions:
         """Run ``coro`` in the background, kept until it ends."""
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        task.add_done_callback(self._spawned)
+
+    def _spawned(self, task: asyncio.Task[Any]) -> None:
+        self._background.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            if store_unreachable(exc):
+                log.info("a task's status message was not written: %s", getattr(exc, "message", exc))
+            else:
+                log.error("a task's background write failed", exc_info=exc)
 
     # -- stopping ---------------------------------------------------------------------------------
 
@@ -220,17 +292,28 @@ class Executions:
         entry.task.cancel()
 
     async def _renew(self) -> None:
+        interval = self.lease_ms / 3000
+        delay = interval
+        failing_since: float | None = None
         try:
             while self.running:
-                await asyncio.sleep(self.lease_ms / 3000)
-                held = {tid: r.attempt for tid, r in self.running.items()}
+                await asyncio.sleep(delay)
+                held = self.attempts()
                 if not held:
                     break
                 try:
                     lost = await self.store.renew(held, self.holder, self.lease_ms)
-                except Exception:
-                    log.warning("could not renew task leases", exc_info=True)
+                except Exception as exc:
+                    if failing_since is None:
+                        failing_since = time.monotonic()
+                        log.warning("could not renew the leases of %d task(s): %s; trying again", len(held),
+                                    getattr(exc, "message", exc))
+                    delay = min(interval, 0.5)  # renew as soon as the store is back
                     continue
+                if failing_since is not None:
+                    log.warning("task leases renewed again after %.1f s", time.monotonic() - failing_since)
+                    failing_since = None
+                delay = interval
                 for tid in lost:
                     self.stop(tid, "the task was cancelled or taken over")
         finally:

@@ -26,7 +26,7 @@ from .. import _json
 from ..context import AuthInfo, Inbound
 
 __all__ = ["ACTIVE", "RELATED_TASK", "TERMINAL", "TaskMeta", "TaskState", "bound", "iso", "new_task_id", "now_ms",
-           "owner_of", "split_key", "wire_key"]
+           "owner_of", "quota_of", "split_key", "wire_key"]
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 """Statuses a task never leaves."""
@@ -70,6 +70,22 @@ def bound(req: Inbound) -> bool:
     return req.auth is not None or req.session is not None
 
 
+def quota_of(req: Inbound) -> tuple[str | None, str]:
+    """The account ``req``'s tasks are counted against (``None``: the owner's own), and how a
+    refusal names it. A caller told apart by :func:`bound` is counted as its owner; an anonymous
+    caller without a session, whose owner every such caller shares, by its network address (as
+    the rate limiter counts it), so that one client's tasks cannot lock every other client out."""
+    if bound(req):
+        auth = req.auth
+        if auth is None:
+            return None, "this session"
+        return None, f"client {auth.client_id!r}" + (f", subject {auth.subject!r}" if auth.subject else "")
+    scope = req.asgi_scope
+    client = scope.get("client") if scope is not None else None
+    address = str(client[0]) if client else "local"
+    return _owner(req.tenant_id or "", "", "", "\x00ip:" + address), f"the anonymous callers at {address}"
+
+
 @functools.lru_cache(maxsize=4096)
 def _owner(tenant: str, client_id: str, subject: str, session: str) -> str:
     return hashlib.sha256(f"{tenant}\x00{client_id}\x00{subject}\x00{session}".encode()).hexdigest()[:32]
@@ -109,6 +125,13 @@ class TaskMeta:
     log_level: int | None = None
     inputs: dict[str, Any] | None = None
     request_state: str | None = None
+    quota: str | None = None
+
+    @property
+    def account(self) -> str:
+        """What the task is counted against: its owner, or for an anonymous caller without a
+        session its network address (see :func:`quota_of`)."""
+        return self.quota or self.owner
 
     @property
     def expires(self) -> int:
@@ -157,6 +180,8 @@ class TaskState:
     round: int = 0
     holder: str | None = None
     deadline: int | None = None
+    size: int = 0
+    """Bytes the store keeps for the task (its meta, outcome, questions and answers), where known."""
 
     @property
     def task_id(self) -> str:
@@ -202,7 +227,7 @@ class TaskState:
         """A copy the caller may change (the meta is shared: it never changes)."""
         return TaskState(self.meta, self.status, self.message, self.updated, self.outcome,
                          dict(self.asks) if self.asks else {}, dict(self.answers) if self.answers else {},
-                         self.state, self.attempt, self.round, self.holder, self.deadline)
+                         self.state, self.attempt, self.round, self.holder, self.deadline, self.size)
 
     def handler_inputs(self) -> dict[str, Any]:
         """The answers of the last round, under the keys the handler asked with."""

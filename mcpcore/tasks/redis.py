@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from ..redis_client import guarded
-from .base import Claim
+from . import redis_scripts
+from .base import Admission, Claim, TaskBounds
 from .record import TaskMeta, TaskState, now_ms
-from .redis_scripts import ADMIT, ANSWER, CANCEL, CLAIM, CREATE, DONE, DROP_DUE, FINISH, NOTE, PARK, RELEASE, RENEW
 
 __all__ = ["RedisTaskStore"]
 
@@ -24,60 +25,79 @@ class RedisTaskStore:
     the indexes drop expired entries as they are touched, so memory is bounded by the TTL.
 
     A finished task never changes again (until it expires), so each instance keeps the last
-    ``cache_size`` it read: polling a finished task, or reading its result again, costs no round
-    trip. A working task is always read from Redis (another instance may have changed it)."""
+    ``cache_size`` it read, within ``cache_bytes`` (everything a task holds counts: its meta with
+    the arguments, capabilities and answers, and its outcome): polling a finished task, or reading
+    its result again, costs no round trip. A working task is always read from Redis (another
+    instance may have changed it)."""
 
     shared = True
 
     def __init__(self, client: Any, *, namespace: str = "mcpcore", cache_size: int = 1024,
-                 cache_bytes: int = 16 * 2**20) -> None:
+                 cache_bytes: int = 16 * 2**20, bounds: TaskBounds | None = None) -> None:
         self.r = client
         self.ns = namespace
+        self.bounds = bounds or TaskBounds()
         self._done: OrderedDict[str, TaskState] = OrderedDict()
         self._done_bytes = 0
         self.cache_size = cache_size
         self.cache_bytes = cache_bytes
         self._index = f"{{{namespace}:tasks}}"
         self.leases = f"{self._index}:leases"
-        self._scripts = {name: client.register_script(src) for name, src in (
-            ("create", CREATE), ("admit", ADMIT), ("done", DONE), ("drop_due", DROP_DUE), ("finish", FINISH),
-            ("park", PARK), ("answer", ANSWER), ("cancel", CANCEL), ("note", NOTE), ("renew", RENEW),
-            ("release", RELEASE), ("claim", CLAIM))}
+        self._scripts = {name.lower(): client.register_script(getattr(redis_scripts, name))
+                         for name in redis_scripts.__all__}
 
     def key(self, task_id: str) -> str:
         """The hash of one task (its own hash tag)."""
         return f"{{{self.ns}:t:{task_id}}}"
 
-    def _active(self, owner: str) -> str:
-        return f"{self._index}:a:{owner}"
+    def _active(self, account: str) -> str:
+        return f"{self._index}:a:{account}"
 
-    def _all(self, owner: str) -> str:
-        return f"{self._index}:o:{owner}"
+    def _all(self, account: str) -> str:
+        return f"{self._index}:o:{account}"
+
+    def _bytes(self, account: str) -> str:
+        return f"{self._index}:b:{account}"
+
+    def _indexes(self, account: str) -> list[str]:
+        """KEYS of the account scripts: unfinished, all, leases, bytes."""
+        return [self._active(account), self._all(account), self.leases, self._bytes(account)]
 
     async def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         return await guarded(self._scripts[name](keys=keys, args=args))
 
-    async def create(self, state: TaskState, *, max_active: int, lease_ms: int) -> bool:
+    async def create(self, state: TaskState, *, lease_ms: int) -> Admission:
         meta = state.meta
-        now = now_ms()
-        deadline = now + lease_ms
-        admitted = await self._run("admit", [self._active(meta.owner), self._all(meta.owner), self.leases],
-                                   [meta.task_id, meta.expires, now, max_active, deadline])
-        if not admitted:
-            return False
+        raw = meta.to_json()
+        b = self.bounds
+        verdict = [_text(v) for v in await self._run(
+            "admit", self._indexes(meta.account),
+            [meta.task_id, meta.expires, now_ms(), b.active, lease_ms, b.kept, b.bytes, len(raw)])]
+        if verdict[0] != "created":
+            return "too_many" if verdict[0] == "too_many" else "too_large"
+        await self._drop_tasks(verdict[1:])
         try:
             created = await self._run("create", [self.key(meta.task_id)],
-                                      [meta.to_json(), meta.owner, meta.created, state.holder or "", deadline,
-                                       meta.expires])
+                                      [raw, meta.owner, meta.created, state.holder or "", lease_ms, meta.expires,
+                                       meta.account, len(raw)])
         except BaseException:
-            await self._forget(meta.owner, meta.task_id)
+            await self._forget(meta.account, meta.task_id)
             raise
-        return bool(created)
+        if not created:
+            raise RuntimeError(f"task id {meta.task_id[:8]}... exists already")
+        return "created"
 
-    async def _forget(self, owner: str, task_id: str) -> None:
+    async def _drop_tasks(self, ids: list[str]) -> None:
+        """Delete the hashes of tasks the account's bounds made room by forgetting."""
+        for task_id in ids:
+            self._forget_done(task_id)
+            await guarded(self.r.delete(self.key(task_id)))
+
+    async def _forget(self, account: str, task_id: str) -> None:
         try:
-            await guarded(self.r.zrem(self._all(owner), task_id))
-            await self._run("done", [self._active(owner), self.leases], [task_id])
+            await guarded(self.r.zrem(self._all(account), task_id))
+            await guarded(self.r.hdel(self._bytes(account), task_id))
+            await self._run("done", [self._active(account), self.leases], [task_id])
         except Exception:  # the entries lapse with the task's expiry anyway
             pass
 
@@ -93,6 +113,9 @@ class RedisTaskStore:
                 answers[field[2:].decode()] = value
         for key in answers:
             asks.pop(key, None)
+        size = 0
+        for field, value in raw.items():
+            size += len(field) + len(value)
         msg = raw.get(b"msg")
         state = raw.get(b"st")
         outcome = raw.get(b"o")
@@ -102,7 +125,7 @@ class RedisTaskStore:
                          outcome=outcome if outcome else None, asks=asks, answers=answers,
                          state=state.decode() if state is not None else None, attempt=int(raw.get(b"at", b"1")),
                          round=int(raw.get(b"r", b"0")), holder=_text(raw[b"h"]) if b"h" in raw else None,
-                         deadline=int(deadline) if deadline else None)
+                         deadline=int(deadline) if deadline else None, size=size)
 
     async def get(self, task_id: str) -> TaskState | None:
         done = self._done.get(task_id)
@@ -117,20 +140,19 @@ class RedisTaskStore:
         return st
 
     def _keep_done(self, st: TaskState) -> None:
-        size = len(st.outcome or b"")
-        if size > self.cache_bytes // 16:
+        if st.size > self.cache_bytes // 16:
             return
         self._forget_done(st.task_id)
         self._done[st.task_id] = st.snapshot()
-        self._done_bytes += size
+        self._done_bytes += st.size
         while self._done and (len(self._done) > self.cache_size or self._done_bytes > self.cache_bytes):
             _, old = self._done.popitem(last=False)
-            self._done_bytes -= len(old.outcome or b"")
+            self._done_bytes -= old.size
 
     def _forget_done(self, task_id: str) -> None:
         old = self._done.pop(task_id, None)
         if old is not None:
-            self._done_bytes -= len(old.outcome or b"")
+            self._done_bytes -= old.size
 
     async def page(self, owner: str, offset: int, limit: int) -> tuple[list[TaskState], int | None]:
         ids = await guarded(self.r.zrangebyscore(self._all(owner), now_ms(), "+inf", start=offset, num=limit + 1))
@@ -142,17 +164,15 @@ class RedisTaskStore:
                      message: str | None) -> bool:
         done = await self._run("finish", [self.key(task_id)],
                                [attempt, status, outcome or b"", message or "", now_ms()])
-        if done:
-            await self._ended(task_id)
-        return bool(done)
+        if not done:
+            return False
+        account, size = _text(done[0]), int(done[1])
+        forgotten = await self._run("keep", self._indexes(account), [task_id, size, self.bounds.bytes])
+        await self._drop_tasks([_text(t) for t in forgotten])
+        return True
 
-    async def _ended(self, task_id: str, owner: str | None = None) -> None:
-        if owner is None:
-            raw = await guarded(self.r.hget(self.key(task_id), "ow"))
-            if raw is None:
-                return
-            owner = _text(raw)
-        await self._run("done", [self._active(owner), self.leases], [task_id])
+    async def _ended(self, task_id: str, account: str) -> None:
+        await self._run("done", [self._active(account), self.leases], [task_id])
 
     async def park(self, task_id: str, attempt: int, asks: dict[str, bytes], state: str | None,
                    message: str | None) -> bool:
@@ -164,63 +184,59 @@ class RedisTaskStore:
         return bool(await self._run("park", [self.key(task_id)], args))
 
     async def answer(self, task_id: str, answers: dict[str, bytes], holder: str, lease_ms: int) -> int | None:
-        now = now_ms()
-        deadline = now + lease_ms
         # Scheduled first: a task made "working" by this answer always has a lease entry, even
         # if this instance dies right after (an entry with nothing due is dropped when looked at).
-        await guarded(self.r.zadd(self.leases, {task_id: deadline}))
-        args: list[Any] = [holder, now, deadline]
+        await self._run("schedule", [self.leases], [task_id, lease_ms])
+        args: list[Any] = [holder, now_ms(), lease_ms]
         for key, value in answers.items():
             args += [key, value]
         attempt = await self._run("answer", [self.key(task_id)], args)
         return int(attempt) or None
 
     async def cancel(self, task_id: str, message: str) -> str | None:
-        before = await self._run("cancel", [self.key(task_id)], [message, now_ms()])
-        if before is None:
+        found = await self._run("cancel", [self.key(task_id)], [message, now_ms()])
+        if found is None:
             return None
-        before = _text(before)
-        await self._ended(task_id)
+        before, account = _text(found[0]), _text(found[1])
+        await self._ended(task_id, account)
         return before
 
     async def note(self, task_id: str, attempt: int, message: str) -> None:
         await self._run("note", [self.key(task_id)], [attempt, message, now_ms()])
 
-    async def renew(self, held: dict[str, int], holder: str, lease_ms: int) -> set[str]:
-        until = now_ms() + lease_ms
+    async def renew(self, held: Mapping[str, int], holder: str, lease_ms: int) -> set[str]:
         ids = list(held)
-        kept = await asyncio.gather(*(self._run("renew", [self.key(t)], [holder, held[t], until]) for t in ids))
-        still = {t: until for t, ok in zip(ids, kept, strict=True) if ok}
+        kept = await asyncio.gather(*(self._run("renew", [self.key(t)], [holder, held[t], lease_ms]) for t in ids))
+        still = {t: int(d) for t, d in zip(ids, kept, strict=True) if d}
         if still:
             await guarded(self.r.zadd(self.leases, still))
-        return {t for t, ok in zip(ids, kept, strict=True) if not ok}
+        return {t for t, d in zip(ids, kept, strict=True) if not d}
 
     async def release(self, task_id: str, holder: str, attempt: int) -> None:
-        now = now_ms()
-        if await self._run("release", [self.key(task_id)], [holder, attempt, now]):
-            await guarded(self.r.zadd(self.leases, {task_id: now}))
+        at = await self._run("release", [self.key(task_id)], [holder, attempt])
+        if at:
+            await guarded(self.r.zadd(self.leases, {task_id: int(at)}))
 
-    async def next_deadline(self) -> int | None:
-        first = await guarded(self.r.zrange(self.leases, 0, 0, withscores=True))
-        return int(first[0][1]) if first else None
+    async def next_due_in(self) -> int | None:
+        due_in = await self._run("next", [self.leases], [])
+        return None if due_in is None else int(due_in)
 
-    async def claim_due(self, holder: str, lease_ms: int, limit: int = 100) -> list[Claim]:
-        now = now_ms()
-        due = await guarded(self.r.zrangebyscore(self.leases, "-inf", now, start=0, num=limit))
+    async def claim_due(self, holder: str, lease_ms: int, running: Mapping[str, int],
+                        limit: int = 100) -> list[Claim]:
         claims: list[Claim] = []
-        for raw_id in due:
+        for raw_id in await self._run("due", [self.leases], [limit]):
             task_id = _text(raw_id)
-            deadline = now_ms() + lease_ms
-            verdict = [_text(v) for v in await self._run("claim", [self.key(task_id)], [holder, now, deadline])]
+            mine = running.get(task_id, 0)
+            verdict = [_text(v) for v in await self._run("claim", [self.key(task_id)], [holder, lease_ms, mine])]
             if verdict[0] == "claimed":
-                await guarded(self.r.zadd(self.leases, {task_id: deadline}))
+                await guarded(self.r.zadd(self.leases, {task_id: int(verdict[2])}))
                 claims.append((task_id, int(verdict[1])))
             elif verdict[0] == "held":
                 await guarded(self.r.zadd(self.leases, {task_id: int(verdict[1])}))
             else:
-                await self._run("drop_due", [self.leases], [task_id, now])
+                await self._run("drop_due", [self.leases], [task_id])
                 if verdict[0] == "idle" and verdict[1] in ("completed", "failed", "cancelled"):
-                    await self._run("done", [self._active(verdict[2]), self.leases], [task_id])
+                    await self._ended(task_id, verdict[2])
         return claims
 
     async def sweep(self) -> None:

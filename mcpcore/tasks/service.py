@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 from .. import _json
 from ..context import ContextServices, Inbound
 from ..definitions.tools import ToolDefinition
-from ..errors import JsonRpcErrorCode, McpError
+from ..errors import ConfigurationError, JsonRpcErrorCode, McpError
 from ..protocol.versions import Era
 from .base import Claim, TaskStore
 from .execution import Executions, failure
-from .record import TaskMeta, TaskState, auth_dict, new_task_id, now_ms, owner_of
+from .record import TaskMeta, TaskState, auth_dict, new_task_id, now_ms, owner_of, quota_of
 from .watcher import LeaseWatcher
 
 if TYPE_CHECKING:
@@ -47,22 +47,30 @@ class TaskService:
         self.store = store
         self.holder = secrets.token_hex(8)
         self.lease_ms = settings.tasks_lease_ms
+        _check_bounds(settings)
         self.executions = Executions(core, store, services, holder=self.holder, lease_ms=self.lease_ms,
-                                     max_rounds=settings.max_input_rounds, publish=self.publish)
-        self.watcher = LeaseWatcher(store, self.holder, self.lease_ms, self.recover) if store.shared else None
+                                     max_rounds=settings.max_input_rounds, publish=self.publish,
+                                     max_task_bytes=settings.tasks_max_task_bytes)
+        self.watcher = LeaseWatcher(store, self.holder, self.lease_ms, self.recover, self.executions.attempts) \
+            if store.shared else None
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._unsubscribe: Any = None
 
     # -- lifecycle --------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Listen to the bus and, with a shared store, watch the leases."""
+        """Listen to the bus and, with a shared store, watch the leases (once the app serves a
+        task tool: an app without one never touches the task store)."""
         bus = self.core.notifier.bus
         self._unsubscribe = bus.subscribe(self._on_event)
         on_reset = getattr(bus, "on_reset", None)
         if on_reset is not None and self.watcher is not None:
             on_reset(self.watcher.nudge)
-        if self.watcher is not None:
+        if any(t.task is not None for t in self.core.registry.tools.values()):
+            self._watch()
+
+    def _watch(self) -> None:
+        if self.watcher is not None and not self.watcher.started:
             self.watcher.start()
 
     async def close(self) -> None:
@@ -124,9 +132,11 @@ class TaskService:
             raise McpError(JsonRpcErrorCode.ServiceUnavailable,
                            f"This instance runs {s.tasks_max_per_instance} tasks already (MCP_TASKS_MAX_PER_INSTANCE); "
                            "retry shortly.", {"reason": "task_capacity", "limit": s.tasks_max_per_instance})
+        self._watch()
         support = tool.task
         now = now_ms()
         modern = req.era is Era.MODERN
+        quota, who = quota_of(req)
         meta = TaskMeta(
             task_id=new_task_id(), owner=owner_of(req), tool=tool.name,
             arguments=arguments if type(arguments) is dict else {}, era=req.era.value,
@@ -135,13 +145,27 @@ class TaskService:
             rerun=bool(support is not None and support.rerun), tenant=req.tenant_id, auth=auth_dict(req.auth),
             client_capabilities=req.client_capabilities, client_info=req.client_info,
             session_id=None if modern else req.session_id, progress_token=req.progress_token,
-            log_level=req.client_log_level, inputs=req.input_responses, request_state=req.request_state)
+            log_level=req.client_log_level, inputs=req.input_responses, request_state=req.request_state,
+            quota=quota)
+        size = len(meta.to_json())
+        if size > s.tasks_max_task_bytes:
+            raise McpError(JsonRpcErrorCode.InvalidParams,
+                           f"This call's arguments and request take {size} bytes; a task keeps at most "
+                           f"{s.tasks_max_task_bytes} (MCP_TASKS_MAX_TASK_BYTES).",
+                           {"reason": "task_too_large", "limit": s.tasks_max_task_bytes})
         st = TaskState(meta=meta, status="working", message=message, updated=now, holder=self.holder)
-        if not await self.store.create(st, max_active=s.tasks_max_per_identity, lease_ms=self.lease_ms):
+        admission = await self.store.create(st, lease_ms=self.lease_ms)
+        if admission == "too_many":
             raise McpError(JsonRpcErrorCode.RateLimited,
-                           f"This caller has {s.tasks_max_per_identity} unfinished tasks (MCP_TASKS_MAX_PER_IDENTITY); "
-                           "wait for one to finish or cancel one.",
-                           {"reason": "too_many_tasks", "limit": s.tasks_max_per_identity})
+                           f"The task quota of {who} is full: {s.tasks_max_per_identity} unfinished tasks "
+                           "(MCP_TASKS_MAX_PER_IDENTITY); wait for one to finish or cancel one.",
+                           {"reason": "too_many_tasks", "limit": s.tasks_max_per_identity, "quota": who})
+        if admission == "too_large":
+            raise McpError(JsonRpcErrorCode.RateLimited,
+                           f"The task quota of {who} is full: its unfinished tasks leave no room for {size} more "
+                           f"bytes within {s.tasks_max_bytes_per_identity} (MCP_TASKS_MAX_BYTES_PER_IDENTITY); wait "
+                           "for one to finish or cancel one.",
+                           {"reason": "task_bytes_full", "limit": s.tasks_max_bytes_per_identity, "quota": who})
         if message is not None:
             await self.store.note(meta.task_id, st.attempt, message)
         self.executions.changed(st, "working", now, message, lease=now + self.lease_ms)
@@ -158,6 +182,12 @@ class TaskService:
 
     async def answer(self, st: TaskState, answers: dict[str, bytes]) -> None:
         """Deliver answers to ``st``'s pending questions; the last one resumes it, here."""
+        limit = self.settings.tasks_max_task_bytes
+        size = len(st.meta.to_json()) + sum(map(len, st.answers.values())) + sum(map(len, answers.values()))
+        if size > limit:
+            raise McpError(JsonRpcErrorCode.InvalidParams,
+                           f"These answers would make the task take {size} bytes; a task keeps at most {limit} "
+                           "(MCP_TASKS_MAX_TASK_BYTES).", {"reason": "task_too_large", "limit": limit})
         attempt = await self.store.answer(st.task_id, answers, self.holder, self.lease_ms)
         if attempt is None:
             return
@@ -217,3 +247,14 @@ class TaskService:
     def outcome(st: TaskState) -> Any:
         """The stored result or error of a finished task, parsed."""
         return _json.loads(st.outcome) if st.outcome else None
+
+
+def _check_bounds(s: Settings) -> None:
+    if s.tasks_max_kept_per_identity < s.tasks_max_per_identity:
+        raise ConfigurationError(
+            f"MCP_TASKS_MAX_KEPT_PER_IDENTITY ({s.tasks_max_kept_per_identity}) must be at least "
+            f"MCP_TASKS_MAX_PER_IDENTITY ({s.tasks_max_per_identity}): the tasks kept include the unfinished ones")
+    if s.tasks_max_bytes_per_identity < s.tasks_max_task_bytes:
+        raise ConfigurationError(
+            f"MCP_TASKS_MAX_BYTES_PER_IDENTITY ({s.tasks_max_bytes_per_identity}) must be at least "
+            f"MCP_TASKS_MAX_TASK_BYTES ({s.tasks_max_task_bytes}): one task must fit in an identity's bytes")

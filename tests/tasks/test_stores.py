@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcpcore.tasks.base import TaskStore
+from mcpcore.tasks.base import TaskBounds, TaskStore
 from mcpcore.tasks.memory import MemoryTaskStore
 from mcpcore.tasks.record import TaskMeta, TaskState, new_task_id, now_ms
 
@@ -41,7 +41,7 @@ def state(owner: str = "alice", ttl_ms: int = 60_000, created: int | None = None
 
 async def made(store: TaskStore, **kw: Any) -> TaskState:
     st = state(**kw)
-    assert await store.create(st, max_active=10, lease_ms=5000)
+    assert await store.create(st, lease_ms=5000) == "created"
     return st
 
 
@@ -96,14 +96,15 @@ async def test_cancel_ends_an_active_task_only(store: TaskStore) -> None:
 
 
 async def test_an_owner_is_capped_on_unfinished_tasks(store: TaskStore) -> None:
+    store.bounds = TaskBounds(active=2)
     tasks = [state(owner="bob") for _ in range(3)]
-    assert await store.create(tasks[0], max_active=2, lease_ms=5000)
-    assert await store.create(tasks[1], max_active=2, lease_ms=5000)
-    assert not await store.create(tasks[2], max_active=2, lease_ms=5000)
+    assert await store.create(tasks[0], lease_ms=5000) == "created"
+    assert await store.create(tasks[1], lease_ms=5000) == "created"
+    assert await store.create(tasks[2], lease_ms=5000) == "too_many"
     assert await store.get(tasks[2].task_id) is None
-    assert await store.create(state(owner="carol"), max_active=2, lease_ms=5000)  # another owner has room
+    assert await store.create(state(owner="carol"), lease_ms=5000) == "created"  # another owner has room
     assert await store.finish(tasks[0].task_id, 1, "completed", b"{}", None)
-    assert await store.create(tasks[2], max_active=2, lease_ms=5000)  # a finished one makes room
+    assert await store.create(tasks[2], lease_ms=5000) == "created"  # a finished one makes room
 
 
 async def test_page_lists_the_owners_tasks_only(store: TaskStore) -> None:
@@ -143,22 +144,22 @@ async def test_a_lapsed_lease_is_taken_over_once(redis_url: str) -> None:
         store = RedisTaskStore(client, namespace=f"test-{uuid.uuid4().hex[:8]}")
         lapsing, parked, done = state(holder="dead"), state(holder="dead"), state(holder="dead")
         for st in (lapsing, parked, done):
-            assert await store.create(st, max_active=10, lease_ms=100)
+            assert await store.create(st, lease_ms=100) == "created"
         assert await store.park(parked.task_id, 1, {"q#1": b"{}"}, None, None)
         assert await store.finish(done.task_id, 1, "completed", b"{}", None)
-        assert await store.claim_due("b", 5000) == []  # nothing is due yet
-        nxt = await store.next_deadline()
-        assert nxt is not None and nxt <= now_ms() + 100
+        assert await store.claim_due("b", 5000, {}) == []  # nothing is due yet
+        due_in = await store.next_due_in()
+        assert due_in is not None and due_in <= 100
         await asyncio.sleep(0.2)
-        claims = await asyncio.gather(store.claim_due("b", 5000), store.claim_due("c", 5000))
+        claims = await asyncio.gather(store.claim_due("b", 5000, {}), store.claim_due("c", 5000, {}))
         assert sorted(claims, key=len) == [[], [(lapsing.task_id, 2)]]  # one taker, a new attempt
         got = await store.get(lapsing.task_id)
         assert got is not None and got.attempt == 2 and got.holder in ("b", "c")
         assert not await store.finish(lapsing.task_id, 1, "completed", b"{}", None)  # the dead attempt is fenced
-        next_deadline = await store.next_deadline()
-        assert next_deadline is not None and next_deadline > now_ms() + 4000  # only the claimed task is scheduled
+        due_in = await store.next_due_in()
+        assert due_in is not None and due_in > 4000  # only the claimed task is scheduled
         await store.release(lapsing.task_id, got.holder or "", 2)  # a stopping instance lets it lapse now
-        assert [c[0] for c in await store.claim_due("d", 5000)] == [lapsing.task_id]
+        assert [c[0] for c in await store.claim_due("d", 5000, {})] == [lapsing.task_id]
     finally:
         await client.aclose()
 
@@ -173,7 +174,7 @@ async def test_redis_answers_a_finished_task_from_its_cache(redis_url: str) -> N
         store = RedisTaskStore(client, namespace=f"test-{uuid.uuid4().hex[:8]}")
         working, done, brief = state(), state(), state(ttl_ms=1000, created=now_ms() - 800)
         for st in (working, done, brief):
-            assert await store.create(st, max_active=10, lease_ms=5000)
+            assert await store.create(st, lease_ms=5000) == "created"
             assert await store.get(st.task_id) is not None
         assert await store.finish(done.task_id, 1, "completed", b'{"content":[]}', None)
         assert await store.finish(brief.task_id, 1, "completed", b'{"content":[]}', None)
@@ -185,5 +186,111 @@ async def test_redis_answers_a_finished_task_from_its_cache(redis_url: str) -> N
         await store.get(brief.task_id)
         await asyncio.sleep(0.3)
         assert await store.get(brief.task_id) is None  # the cache keeps to the TTL
+    finally:
+        await client.aclose()
+
+
+async def test_an_account_keeps_a_bounded_number_of_tasks(store: TaskStore) -> None:
+    store.bounds = TaskBounds(active=2, kept=3)
+    old, newer = [await made(store, owner="kim") for _ in range(2)]
+    for st in (old, newer):
+        assert await store.finish(st.task_id, 1, "completed", b'{"content":[]}', None)
+    running = await made(store, owner="kim")
+    latest = await made(store, owner="kim")  # room made by forgetting the finished task expiring first
+    assert await store.get(old.task_id) is None
+    assert await store.get(newer.task_id) is not None and await store.get(running.task_id) is not None
+    assert await store.get(latest.task_id) is not None
+    assert await store.create(state(owner="kim"), lease_ms=5000) == "too_many"  # 2 unfinished: never forgotten
+    assert await store.get(running.task_id) is not None
+
+
+async def test_an_account_keeps_a_bounded_number_of_bytes(store: TaskStore) -> None:
+    store.bounds = TaskBounds(active=3, kept=100, bytes=40_000)
+    first = await made(store, owner="lee")
+    big = b'{"content":[],"structuredContent":{"x":"' + b"y" * 15_000 + b'"}}'
+    assert await store.finish(first.task_id, 1, "completed", big, None)
+    second = await made(store, owner="lee")
+    assert await store.finish(second.task_id, 1, "completed", big, None)
+    assert await store.get(first.task_id) is not None
+    third = await made(store, owner="lee")
+    assert await store.finish(third.task_id, 1, "completed", big, None)  # 3 x 15 KB: the oldest makes room
+    assert await store.get(first.task_id) is None
+    assert await store.get(second.task_id) is not None and await store.get(third.task_id) is not None
+    assert (await store.page("lee", 0, 10))[0] and first.task_id not in {
+        st.task_id for st in (await store.page("lee", 0, 10))[0]}
+
+
+async def test_unfinished_tasks_that_fill_the_bytes_refuse_a_new_one(store: TaskStore) -> None:
+    store.bounds = TaskBounds(active=10, kept=100, bytes=4000)
+    fat = [state(owner="max") for _ in range(3)]
+    for st in fat:
+        object.__setattr__(st.meta, "arguments", {"x": "z" * 1500})
+    assert await store.create(fat[0], lease_ms=5000) == "created"
+    assert await store.create(fat[1], lease_ms=5000) == "created"
+    assert await store.create(fat[2], lease_ms=5000) == "too_large"
+    assert await store.get(fat[2].task_id) is None
+    assert await store.create(state(owner="ned"), lease_ms=5000) == "created"  # another account is not affected
+
+
+async def _redis_store(redis_url: str, **kw: Any) -> tuple[Any, Any]:
+    import redis.asyncio as redis_asyncio
+
+    from mcpcore.tasks.redis import RedisTaskStore
+
+    client = redis_asyncio.from_url(redis_url)
+    return client, RedisTaskStore(client, namespace=f"test-{uuid.uuid4().hex[:8]}", **kw)
+
+
+async def test_an_instance_renews_its_own_running_attempt_instead_of_taking_it_over(redis_url: str) -> None:
+    client, store = await _redis_store(redis_url)
+    try:
+        st = state(holder="me")
+        assert await store.create(st, lease_ms=100) == "created"
+        await asyncio.sleep(0.2)  # lapsed: its holder could not renew (the store was away)
+        assert await store.claim_due("me", 5000, {st.task_id: 1}) == []
+        got = await store.get(st.task_id)
+        assert got is not None and got.attempt == 1 and got.holder == "me"
+        assert await store.claim_due("other", 5000, {}) == []  # renewed: held again
+        assert await store.renew({st.task_id: 1}, "me", 5000) == set()
+    finally:
+        await client.aclose()
+
+
+async def test_leases_are_timed_on_the_stores_clock(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mcpcore.tasks.record
+    import mcpcore.tasks.redis
+
+    client, store = await _redis_store(redis_url)
+    try:
+        st = state(holder="a")
+        assert await store.create(st, lease_ms=2000) == "created"
+        ahead = now_ms() + 15_000  # this instance's wall clock runs 15 s ahead
+        monkeypatch.setattr(mcpcore.tasks.redis, "now_ms", lambda: ahead)
+        monkeypatch.setattr(mcpcore.tasks.record, "now_ms", lambda: ahead)
+        due_in = await store.next_due_in()
+        assert due_in is not None and 1000 < due_in <= 2000
+        assert await store.claim_due("b", 2000, {}) == []
+        got = await store.get(st.task_id)
+        assert got is not None and got.holder == "a" and got.attempt == 1
+    finally:
+        await client.aclose()
+
+
+async def test_the_redis_cache_counts_everything_a_task_holds(redis_url: str) -> None:
+    client, store = await _redis_store(redis_url, cache_bytes=1_000_000)
+    try:
+        ids = []
+        for _ in range(20):
+            st = state()
+            object.__setattr__(st.meta, "arguments", {"x": "w" * 50_000})
+            assert await store.create(st, lease_ms=5000) == "created"
+            assert await store.finish(st.task_id, 1, "completed", b'{"content":[]}', None)
+            ids.append(st.task_id)
+        for tid in ids:
+            assert await store.get(tid) is not None
+        kept = list(store._done.values())
+        assert 0 < len(kept) < 20
+        assert all(st.size > 50_000 for st in kept)
+        assert store._done_bytes == sum(st.size for st in kept) <= 1_000_000
     finally:
         await client.aclose()

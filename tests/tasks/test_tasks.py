@@ -268,3 +268,25 @@ async def test_an_anonymous_2025_task_belongs_to_its_session() -> None:
     async with McpTestClient(app_with(session_mode="stateless")) as c:  # no session, no identity
         await c.call_tool("work", {"seconds": 0}, task={})
         assert (await c.request("tasks/list"))["tasks"] == []
+
+
+async def test_an_app_without_task_tools_never_watches_task_leases(caplog: pytest.LogCaptureFixture) -> None:
+    from tests.servers import free_port
+
+    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    app = McpApp("no-tasks", "1.0.0", tools=[plain],
+                 settings=Settings.from_env({}, session_store="redis", redis_url=down))
+    await app.startup()
+    try:
+        await asyncio.sleep(0.3)
+        assert app.tasks.watcher is not None and not app.tasks.watcher.started
+    finally:
+        await app.shutdown()
+    assert "task lease watcher" not in caplog.text
+    with_tasks = McpApp("tasks", "1.0.0", tools=[work], settings=Settings.from_env({}, session_store="redis",
+                                                                                    redis_url=down))
+    await with_tasks.startup()
+    try:
+        assert with_tasks.tasks.watcher is not None and with_tasks.tasks.watcher.started
+    finally:
+        await with_tasks.shutdown()

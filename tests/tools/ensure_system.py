@@ -1,4 +1,5 @@
-"""Install the Debian packages the suite drives (redis-server, redis-cli, chromium, wrk, valgrind, gcc) when missing.
+"""Install the Debian packages the suite drives (redis-server, redis-cli, chromium, wrk, valgrind, gcc,
+faketime) when missing.
 
 redis-server also runs the sentinels (``redis-server <conf> --sentinel``) and redis-cli joins the
 test Cluster (``redis-cli --cluster create``). gcc compiles the instruction budget's callgrind
@@ -18,7 +19,7 @@ import subprocess
 import sys
 
 PACKAGES = {"redis-server": "redis-server", "redis-cli": "redis-tools", "chromium": "chromium", "wrk": "wrk",
-            "valgrind": "valgrind", "gcc": "gcc"}
+            "valgrind": "valgrind", "gcc": "gcc", "faketime": "faketime"}
 
 
 def main() -> int:
