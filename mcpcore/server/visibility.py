@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..auth.scopes import has_scopes
 from ..context import Context, Inbound
-from ..definitions.common import VisibilityRule
+from ..definitions.common import SeenWithAny, VisibilityRule
 
 if TYPE_CHECKING:
     from .core import ServerCore
@@ -44,6 +44,8 @@ def may_see(core: ServerCore, d: Gated, req: Inbound) -> bool:
             return True
         auth = req.auth
         return auth is not None and has_scopes(auth.scopes, rule)
+    if type(rule) is SeenWithAny:
+        return any(may_see(core, owner, req) for owner in rule.owners)
     try:
         return bool(rule(Context(req, operation="visibility")))  # type: ignore[operator]
     except Exception:
