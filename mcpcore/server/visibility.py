@@ -21,7 +21,7 @@ from ..definitions.common import SeenWithAny, VisibilityRule
 if TYPE_CHECKING:
     from .core import ServerCore
 
-__all__ = ["Gated", "ViewTracker", "may_see", "view_of", "visible_names"]
+__all__ = ["Gated", "ViewTracker", "may_see", "may_see_uri", "view_of", "visible_names"]
 
 log = logging.getLogger("mcpcore.server")
 
@@ -54,6 +54,13 @@ def may_see(core: ServerCore, d: Gated, req: Inbound) -> bool:
         return False
 
 
+def may_see_uri(core: ServerCore, uri: str, req: Inbound) -> bool:
+    """Whether the caller of ``req`` may read ``uri`` as far as visibility goes (a URI nothing
+    serves counts as seen: it is answered as unknown either way)."""
+    found = core.registry.find_resource(uri)
+    return found is None or found[0].visible_to is None or may_see(core, found[0], req)
+
+
 def view_of(core: ServerCore, gated: list[tuple[str, Any]], req: Inbound) -> tuple[str, ...]:
     """The view of ``req``'s caller over ``gated`` (``(name, definition)`` pairs): the names it sees."""
     return tuple(name for name, d in gated if may_see(core, d, req))
@@ -83,10 +90,12 @@ class ViewTracker:
         self._seen = {kind: visible_names(core, kind, viewer) for kind in _KINDS}
 
     def reaches(self, event: dict[str, Any]) -> bool:
-        """Whether a bus event is for this receiver's view (events of other kinds always are)."""
+        """Whether a bus event is for this receiver's view: a resource update only when it may
+        read the resource, a list change as below, events of other kinds always."""
         kind = event.get("kind")
         if kind not in _KINDS:
-            return True
+            uri = event.get("uri")
+            return kind != "resource" or type(uri) is not str or may_see_uri(self.core, uri, self.viewer)
         names = event.get("names")
         assert isinstance(kind, str)
         now = visible_names(self.core, kind, self.viewer)
