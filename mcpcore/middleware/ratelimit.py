@@ -49,7 +49,10 @@ def _part(call: Call, part: KeyPart) -> str:
     if part == "tenant":
         return f"tenant:{call._req.tenant_id or ''}"
     if part == "tool":
-        return f"name:{call.name or ''}"
+        if call.name is None:
+            return "name:"
+        d = call.definition  # a name the caller cannot call is its own string: one key for all of them
+        return "unknown" if d is None else f"name:{d.uri if call.method.startswith('resources/') else d.name}"
     return f"method:{call.method}"
 
 
@@ -60,9 +63,10 @@ class RateLimit(Middleware):
         limit: calls admitted per window and key.
         per: the window, in seconds (sliding: no window of this length holds more than ``limit``).
         key: what shares a window: ``"identity"`` (default), ``"tenant"``, ``"tool"`` (the tool,
-            prompt or resource called), ``"method"``, a tuple of those (``("identity", "tool")``:
-            each caller's each tool), or a function of the :class:`Call` returning the key
-            (``None``: not limited).
+            prompt or resource called, a template for every URI it serves; every name the caller
+            cannot call, unknown or hidden, shares one window), ``"method"``, a tuple of those
+            (``("identity", "tool")``: each caller's each tool), or a function of the
+            :class:`Call` returning the key (``None``: not limited).
         methods: the methods limited (default ``tools/call``); ``None`` for every request.
         backend: ``"memory"`` (this process) or ``"redis"`` (every instance; the app's Redis
             client when it has one, else one made from ``REDIS_URL`` and ``MCP_REDIS_*``).

@@ -229,7 +229,7 @@ class Dispatcher:
                 check_params(method, params, req.progress_token)
             steps = self._steps
             if steps is not None and (step := steps.get(method)) is not None:
-                call = Call(method, params, req)
+                call = Call(method, params, req, self.core)
                 try:
                     result = await step(call)
                 except Exception as exc:  # a layer's own failure in tools/call is the tool's error result
@@ -304,7 +304,7 @@ class Dispatcher:
                 await done
 
         params = msg.get("params")
-        call = Call(msg["method"], params if type(params) is dict else {}, req)
+        call = Call(msg["method"], params if type(params) is dict else {}, req, self.core)
         try:
             await layers.notification(inner)(call)
         except Exception:

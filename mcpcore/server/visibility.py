@@ -21,7 +21,7 @@ from ..definitions.common import SeenWithAny, VisibilityRule
 if TYPE_CHECKING:
     from .core import ServerCore
 
-__all__ = ["Gated", "ViewTracker", "may_see", "may_see_uri", "view_of", "visible_names"]
+__all__ = ["Gated", "ViewTracker", "may_see", "may_see_uri", "named_definition", "view_of", "visible_names"]
 
 log = logging.getLogger("mcpcore.server")
 
@@ -59,6 +59,25 @@ def may_see_uri(core: ServerCore, uri: str, req: Inbound) -> bool:
     serves counts as seen: it is answered as unknown either way)."""
     found = core.registry.find_resource(uri)
     return found is None or found[0].visible_to is None or may_see(core, found[0], req)
+
+
+def named_definition(core: ServerCore, method: str, name: str, req: Inbound) -> Any:
+    """The definition ``method`` calls by ``name`` (a tool, a prompt, the resource or template
+    serving a URI) when the caller of ``req`` sees it; else ``None``."""
+    r = core.registry
+    d: Any
+    if method == "tools/call":
+        d = r.tools.get(name)
+    elif method == "prompts/get":
+        d = r.prompts.get(name)
+    elif method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
+        found = r.find_resource(name)
+        d = found[0] if found is not None else None
+    else:
+        return None
+    if d is None or (d.visible_to is not None and not may_see(core, d, req)):
+        return None
+    return d
 
 
 def view_of(core: ServerCore, gated: list[tuple[str, Any]], req: Inbound) -> tuple[str, ...]:
