@@ -29,7 +29,7 @@ from .. import _json
 from ..definitions.resources import CacheHint, ResourceDefinition
 from ..definitions.schema import args_plan
 from ..definitions.uritemplate import UriTemplate
-from ..errors import ConfigurationError, JsonRpcErrorCode, McpError
+from ..errors import ConfigurationError, JsonRpcErrorCode, McpError, quoted
 from ..protocol.extensions import SKILLS
 from ..protocol.pagination import page
 from .frontmatter import FrontmatterError, parse_frontmatter
@@ -276,15 +276,20 @@ class Skills:
         """The skill whose ``SKILL.md`` is at ``uri``; ``-32602`` when none is served there."""
         skill = self.by_uri.get(uri) if type(uri) is str else None
         if skill is None:
-            raise McpError(JsonRpcErrorCode.InvalidParams, f"No skill is served at {uri}", {"uri": uri})
+            raise McpError(JsonRpcErrorCode.InvalidParams, f"No skill is served at {quoted(uri)}", _uri_data(uri))
         return skill
 
     def children(self, uri: Any) -> list[dict[str, Any]]:
         """The direct children of directory ``uri``; ``-32602`` when it is not one."""
         found = self.directories.get(uri) if type(uri) is str else None
         if found is None:
-            raise McpError(JsonRpcErrorCode.InvalidParams, f"{uri} is not a directory resource", {"uri": uri})
+            raise McpError(JsonRpcErrorCode.InvalidParams, f"{quoted(uri)} is not a directory resource", _uri_data(uri))
         return found
+
+
+def _uri_data(uri: Any) -> dict[str, Any] | None:
+    """``data.uri`` of a refusal: the URI when it is one (the transport bounds its length)."""
+    return {"uri": uri} if type(uri) is str else None
 
 
 def _no_args() -> None:
