@@ -30,6 +30,7 @@ log = logging.getLogger("mcpcore.ratelimit")
 KeyPart = Literal["identity", "tenant", "tool", "method"]
 KeyFunction = Callable[[Call], str | None]
 _WARN_EVERY = 60.0
+_NAMING = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe"})
 
 
 def caller_key(call: Call) -> str:
@@ -49,10 +50,10 @@ def _part(call: Call, part: KeyPart) -> str:
     if part == "tenant":
         return f"tenant:{call._req.tenant_id or ''}"
     if part == "tool":
-        if call.name is None:
-            return "name:"
         d = call.definition  # a name the caller cannot call is its own string: one key for all of them
-        return "unknown" if d is None else f"name:{d.uri if call.method.startswith('resources/') else d.name}"
+        if d is not None:
+            return f"name:{d.uri if call.method.startswith('resources/') else d.name}"
+        return "unknown" if call.method in _NAMING else "name:"
     return f"method:{call.method}"
 
 
