@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import Context, Inbound
 from ..layer import Layer
+from ..server.visibility import named_definition
 
 if TYPE_CHECKING:
     from ..server.core import ServerCore
@@ -77,8 +78,6 @@ class Call:
         name = self.name
         if core is None or name is None:
             return None
-        from ..server.visibility import named_definition
-
         return named_definition(core, self.method, name, self._req)
 
     @property
