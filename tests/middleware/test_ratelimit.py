@@ -214,9 +214,12 @@ async def test_names_the_caller_cannot_call_share_one_key(era: str) -> None:
     assert isinstance(windows, MemoryWindows) and len(windows) == 3  # ping_tool, other_tool, the unknown
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # ~13 s of CPU, many times that in wall time on a loaded machine
 async def test_the_100000_made_up_names_attack_neither_resets_a_window_nor_slows_batches() -> None:
-    # A store of 10,000 keys: made-up names would fill it after a tenth of the attack.
-    limiter = RateLimit(3, per=60, key=("identity", "tool"), windows=MemoryWindows(max_keys=10_000))
+    # A store of 10,000 keys: made-up names would fill it after a tenth of the attack. An hour's
+    # window: however long the attack takes here, the caller's window is still live at its end.
+    limiter = RateLimit(3, per=3600, key=("identity", "tool"), windows=MemoryWindows(max_keys=10_000))
     app = McpApp("rl", tools=[ping_tool], settings=Settings.from_env({}, max_batch_messages=500),
                  middleware=[limiter])
     async with McpTestClient(app, protocol_version="2025-03-26") as c:
