@@ -26,6 +26,7 @@ from enum import IntEnum
 from typing import Any
 
 __all__ = [
+    "QUOTE_MAX",
     "RESOURCE_NOT_FOUND",
     "TOOL_ERROR_META",
     "ConfigurationError",
@@ -41,6 +42,7 @@ __all__ = [
     "invalid_request",
     "method_not_found",
     "not_found",
+    "quoted",
     "rate_limited",
     "resource_not_found",
     "serialization_error",
@@ -50,6 +52,18 @@ __all__ = [
     "validation_error",
     "with_recovery",
 ]
+
+
+QUOTE_MAX = 100
+"""Characters of a caller's string an error message (or a log line) may quote."""
+
+
+def quoted(value: object, limit: int = QUOTE_MAX) -> str:
+    """``value``, a string a caller chose (a name, a URI, a header), as an error message or a
+    log line may quote it: at most ``limit`` characters, ``…`` marking a cut. Anything that is
+    not a string is quoted by its ``repr``, cut the same way."""
+    text = value if type(value) is str else repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 TOOL_ERROR_META = "dev.mcpcore/error"
@@ -232,7 +246,7 @@ def resource_not_found(uri: str, *, modern: bool) -> McpError:
     """``resources/read`` of ``uri``, which nothing serves: ``InvalidParams`` on 2026-07-28,
     :data:`RESOURCE_NOT_FOUND` on the 2025 era; ``data.uri`` on both."""
     code = JsonRpcErrorCode.InvalidParams if modern else RESOURCE_NOT_FOUND
-    return McpError(code, f"Resource not found: {uri}", {"uri": uri})
+    return McpError(code, f"Resource not found: {quoted(uri)}", {"uri": uri})
 
 
 def fill_recovery(err: McpError, contracts: Sequence[ErrorContract]) -> dict[str, Any] | None:

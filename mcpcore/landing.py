@@ -1,10 +1,11 @@
 """The landing page (``GET /``) and the server card (``/.well-known/mcp.json``).
 
-Both describe only what the caller may already learn through ``tools/list`` and friends: names,
-descriptions, annotations, the endpoint and whether auth is required. Neither reads a token, so
-with auth on they list no definitions (only an authenticated ``tools/list`` shows those). No
-settings, secrets or filesystem paths are ever shown. On by default for a standalone app, off
-when mounted.
+Both describe only what an anonymous caller may already learn through ``tools/list`` and friends:
+names, descriptions, annotations, the endpoint and whether auth is required. Neither reads a
+token, so with auth on they list no definitions (only an authenticated ``tools/list`` shows
+those), and a definition declared ``visible_to=`` is never listed (not every caller sees it, and
+the card is cached publicly). No settings, secrets or filesystem paths are ever shown. On by
+default for a standalone app, off when mounted.
 """
 
 from __future__ import annotations
@@ -36,9 +37,18 @@ def _group(tool: Any) -> str:
     return "destructive"
 
 
+def _public(app: McpApp) -> tuple[list[Any], list[Any], list[Any]]:
+    """The tools, listed resources and templates, and prompts every caller sees (none with auth on)."""
+    if app.authenticator is not None:
+        return [], [], []
+    r = app.registry
+    return ([t for t in r.tools.values() if t.visible_to is None],
+            [d for d in [*r.resources.values(), *r.templates] if d.visible_to is None and d.listed],
+            [p for p in r.prompts.values() if p.visible_to is None])
+
+
 def server_card(app: McpApp, base: str) -> dict[str, Any]:
     """The server card (SEP-1649): identity, endpoint, revisions, capabilities, definitions."""
-    r = app.registry
     card: dict[str, Any] = {
         "name": app.server_info["name"],
         "version": app.server_info["version"],
@@ -50,11 +60,11 @@ def server_card(app: McpApp, base: str) -> dict[str, Any]:
         "framework": {"name": "mcpcore", "version": __version__},
     }
     if app.authenticator is None:
+        tools, resources, prompts = _public(app)
         card["tools"] = [{"name": t.name, "title": t.title, "description": t.description,
-                          "annotations": t.annotations or {}} for t in r.tools.values()]
-        card["resources"] = [{"uri": d.uri, "name": d.name, "description": d.description}
-                             for d in [*r.resources.values(), *r.templates]]
-        card["prompts"] = [{"name": p.name, "description": p.description} for p in r.prompts.values()]
+                          "annotations": t.annotations or {}} for t in tools]
+        card["resources"] = [{"uri": d.uri, "name": d.name, "description": d.description} for d in resources]
+        card["prompts"] = [{"name": p.name, "description": p.description} for p in prompts]
     for key in ("title", "description", "websiteUrl"):
         if key in app.server_info:
             card[key] = app.server_info[key]
@@ -79,7 +89,8 @@ def landing_page(app: McpApp, base: str) -> str:
     name = app.server_info["name"]
     groups: dict[str, list[Any]] = {"read-only": [], "changes data": [], "destructive": []}
     listed = app.authenticator is None
-    for t in app.registry.tools.values() if listed else ():
+    tools, resources, prompts = _public(app)
+    for t in tools:
         groups[_group(t)].append(t)
     parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(name)}</title>"
              f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{_CSS}</style></head><body>",
@@ -90,21 +101,19 @@ def landing_page(app: McpApp, base: str) -> str:
         parts.append(f"<p>{e(app.instructions)}</p>")
     parts.append("<h2 id=tools>Tools</h2>" if listed else
                  "<p>Sign in with a bearer token to list this server's tools, resources and prompts.</p>")
-    for group, tools in groups.items():
-        if tools:
+    for group, members in groups.items():
+        if members:
             parts.append(f"<h3>{e(group.capitalize())}</h3><ul class='{e(group)}'>")
             parts += [f"<li><code>{e(t.name)}</code><span class=tag>{e(group)}</span> &mdash; {e(t.description)}</li>"
-                      for t in tools]
+                      for t in members]
             parts.append("</ul>")
-    resources = [*app.registry.resources.values(), *app.registry.templates] if listed else []
     if resources:
         parts.append("<h2 id=resources>Resources</h2><ul>")
         parts += [f"<li><code>{e(d.uri)}</code> &mdash; {e(d.description or d.name)}</li>" for d in resources]
         parts.append("</ul>")
-    if app.registry.prompts and listed:
+    if prompts:
         parts.append("<h2 id=prompts>Prompts</h2><ul>")
-        parts += [f"<li><code>{e(p.name)}</code> &mdash; {e(p.description)}</li>"
-                  for p in app.registry.prompts.values()]
+        parts += [f"<li><code>{e(p.name)}</code> &mdash; {e(p.description)}</li>" for p in prompts]
         parts.append("</ul>")
     config = _json.dumps({"mcpServers": {name: {"type": "http", "url": url}}}).decode()
     parts.append("<h2 id=connect>Connect</h2>")

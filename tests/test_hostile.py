@@ -19,7 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcpcore.testing import McpTestClient
+from mcpcore import JsonRpcErrorCode, McpApp, Settings, tool
+from mcpcore.middleware import MemoryWindows, RateLimit
+from mcpcore.testing import McpTestClient, tool_error
 
 from .conftest import example_app
 from .servers import PROCESSES, run_server
@@ -98,6 +100,108 @@ def test_fuzzed_bodies_and_headers_never_500_or_change_stores(
     hv = {"mcp-protocol-version": pv, "mcp-method": method, "mcp-name": name, "accept": accept or None}
     asyncio.run(_one(fuzz_app, payload, hv, session))
 
+
+# -- rate-limit keys from caller strings ---------------------------------------------------------------
+
+@tool
+async def limited_tool() -> str:
+    """Answer ok."""
+    return "ok"
+
+
+@tool(visible_to=lambda ctx: False)
+async def unseen_tool() -> str:
+    """Seen by nobody."""
+    return "unseen"
+
+
+@pytest.fixture(scope="module")
+def limited_app() -> Any:
+    limiter = RateLimit(2, per=3600, key=("identity", "tool"), windows=MemoryWindows(max_keys=50))
+    app = McpApp("limited", tools=[limited_tool, unseen_tool], middleware=[limiter],
+                 settings=Settings.from_env({}, max_batch_messages=64))
+
+    async def fill() -> None:
+        async with McpTestClient(app, era="modern") as c:
+            assert [(await c.call_tool("limited_tool"))["content"][0]["text"] for _ in range(2)] == ["ok", "ok"]
+
+    asyncio.run(fill())
+    return app
+
+
+tool_name = st.one_of(st.sampled_from(["limited_tool", "unseen_tool", "nope", ""]), st.text(max_size=40), long_text)
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 10, 50), deadline=None, suppress_health_check=list(HealthCheck))
+@given(names=st.lists(tool_name | json_leaf, min_size=1, max_size=60), modern=st.booleans())
+def test_fuzzed_tool_names_never_make_rate_limit_keys_nor_reset_a_window(
+        limited_app: Any, names: list[Any], modern: bool) -> None:
+    async def run() -> None:
+        era = "modern" if modern else "legacy"
+        async with McpTestClient(limited_app, era=era, protocol_version=None if modern else "2025-03-26") as c:
+            calls = [{"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                      "params": c.envelope({"name": name, "arguments": {}})} for i, name in enumerate(names)]
+            if modern:
+                for call in calls:
+                    r = await c.post(call, c.headers("tools/call", call["params"]))
+                    assert r.status_code < 500
+            else:
+                r = await c.post(calls, c.headers())
+                assert r.status_code == 200 and len(r.json()) == len(calls)
+            err = tool_error(await c.call_tool("limited_tool"))
+            assert err is not None and err["code"] == JsonRpcErrorCode.RateLimited  # its window held
+        windows = limited_app.stack.middleware[0].windows
+        assert len(windows) <= 2  # limited_tool's and the one of every other name
+
+    asyncio.run(run())
+
+
+# -- skills URIs ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def skills_app(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("skills")
+    for path in ("pdf", "acme/billing"):
+        folder = root / path
+        folder.mkdir(parents=True)
+        name = folder.name
+        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Does {name}.\n---\n# {name}\n")
+        (folder / "ref").mkdir()
+        (folder / "ref" / "notes.md").write_text("notes")
+    (root / "pdf" / ".env").write_text("TOKEN=secret")
+    (root / "pdf" / "env.md").symlink_to(root / "pdf" / ".env")
+    return McpApp("skills", "1.0", skills=root, settings=Settings.from_env({}))
+
+
+segment = st.one_of(st.sampled_from(["pdf", "acme", "billing", "SKILL.md", "ref", "notes.md", ".env", "env.md", "..",
+                                     ".", "", "%2e%2e", "%2F"]), st.text(max_size=12))
+skill_uri = st.one_of(st.lists(segment, max_size=6).map(lambda parts: "skill://" + "/".join(parts)),
+                      long_text.map(lambda t: "skill://" + t), st.text(min_size=4000, max_size=4200, alphabet="ab/"),
+                      json_value)
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 10, 50), deadline=None, suppress_health_check=list(HealthCheck))
+@given(uri=skill_uri, method=st.sampled_from(["skills/get", "resources/directory/read", "resources/read"]),
+       modern=st.booleans())
+def test_fuzzed_skill_uris_answer_within_the_documented_quotes(skills_app: Any, uri: Any, method: str,
+                                                               modern: bool) -> None:
+    async def run() -> None:
+        async with McpTestClient(skills_app, era="modern" if modern else "legacy") as c:
+            params = c.envelope({"uri": uri})
+            r = await c.post({"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+                             c.headers(method, params))
+            assert r.status_code < 500
+            reply = orjson.loads(r.content)
+            assert "secret" not in r.text and "/tmp/" not in r.text and "Traceback" not in r.text
+            if "error" in reply:
+                err = reply["error"]
+                assert len(err["message"]) <= 100 + 60, err["message"][:200]
+                data = err.get("data") or {}
+                assert "uri" not in data or (data["uri"] == uri and len(uri) <= 4096)
+            elif method == "skills/get":
+                assert reply["result"]["skill"]["uri"] == uri
+
+    asyncio.run(run())
 
 async def test_depth_limit() -> None:
     async with McpTestClient(example_app(max_json_depth=16), initialize=False) as c:

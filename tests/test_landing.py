@@ -83,3 +83,50 @@ def test_page_renders_in_headless_chromium(tmp_path: Path) -> None:
                        capture_output=True, timeout=60)
     assert "<h2 id=\"tools\">Tools</h2>" in dom and "delete_path" in dom and "test_prompt_with_arguments" in dom
     assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+async def test_card_and_page_list_only_what_an_anonymous_tools_list_shows() -> None:
+    from mcpcore import prompt, resource
+    from mcpcore.extensions import App
+
+    @tool(description="Open to all.")
+    def open_tool() -> str:
+        return ""
+
+    @tool(description="The payroll secret-tool-description.", visible_to=["hr:read"],
+          app=App(html="<p>payroll</p>"))
+    def payroll_tool() -> str:
+        return ""
+
+    @tool(description="The acme secret-tool-description.", visible_to=lambda ctx: False)
+    def acme_tool() -> str:
+        return ""
+
+    @prompt(description="The secret-prompt-description.", visible_to=lambda ctx: False)
+    def hidden_prompt() -> str:
+        return ""
+
+    @resource("secret://ledger", name="ledger", description="The secret-resource-description.",
+              visible_to=["hr:read"])
+    def ledger() -> str:
+        return ""
+
+    @resource("secret://rows/{id}", name="rows", description="The secret-template-description.",
+              visible_to=lambda ctx: False)
+    def rows(id: str) -> str:
+        return ""
+
+    @resource("pub://doc", name="doc", description="A public document.")
+    def doc() -> str:
+        return ""
+
+    app = McpApp("t", "1", tools=[open_tool, payroll_tool, acme_tool], prompts=[hidden_prompt],
+                 resources=[ledger, rows, doc], settings=Settings.from_env({}))
+    async with McpTestClient(app, initialize=False) as c:
+        card = (await c.http.get("http://127.0.0.1:8000/.well-known/mcp.json")).json()
+        page = (await c.http.get("http://127.0.0.1:8000/")).text
+    assert [t["name"] for t in card["tools"]] == ["open_tool"]
+    assert [r["uri"] for r in card["resources"]] == ["pub://doc"] and card["prompts"] == []
+    for text in (str(card), page):
+        assert "secret" not in text and "payroll" not in text and "acme_tool" not in text
+    assert "<code>open_tool</code>" in page and "<code>pub://doc</code>" in page

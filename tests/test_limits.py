@@ -17,7 +17,7 @@ from mcpcore import McpError
 from mcpcore.protocol.jsonrpc import InvalidMessage, classify_message
 from mcpcore.queues import BoundedQueue
 from mcpcore.sessions.events import MemoryEventBuffer
-from mcpcore.testing import McpTestClient
+from mcpcore.testing import McpTestClient, tool_error
 from mcpcore.transports.exchange import HttpExchange
 from tests.conftest import example_app
 
@@ -314,3 +314,68 @@ async def test_stream_slots_are_shared_by_instances_on_redis(redis_url: str) -> 
     finally:
         await a_client.aclose()
         await b_client.aclose()
+
+
+# -- what an answer may quote of a caller's strings -------------------------------------------------
+
+def _skills_app(tmp_path: Any) -> Any:
+    from mcpcore import McpApp, Settings
+
+    folder = tmp_path / "pdf"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: pdf\ndescription: Reads PDF files.\n---\n# pdf\n")
+    return McpApp("skills", "1.0", skills=tmp_path, settings=Settings.from_env({}))
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_skills_answers_quote_at_most_the_documented_lengths(era: str, tmp_path: Any) -> None:
+    async with McpTestClient(_skills_app(tmp_path), era=era) as c:
+        for method in ("skills/get", "resources/directory/read"):
+            r = await c.post({"jsonrpc": "2.0", "id": 1, "method": method,
+                              "params": c.envelope({"uri": "skill://" + "a" * 400_000})}, c.headers(method))
+            assert len(r.content) < 1000 and r.json()["error"]["data"]["reason"] == "too_long"
+            near = "skill://" + "b" * 4000  # under the 4,096 bound: data.uri names it, the message quotes 100
+            with pytest.raises(McpError) as e:
+                await c.request(method, {"uri": near})
+            assert e.value.data["uri"] == near and "b" * 101 not in e.value.message and "b" * 80 in e.value.message
+            with pytest.raises(McpError) as e:
+                await c.request(method, {"uri": {"nested": ["c" * 50_000]}})
+            assert len(e.value.message) < 200 and "uri" not in (e.value.data or {})
+
+
+async def test_header_mismatches_and_unknown_names_quote_at_most_100_characters() -> None:
+    many = {f"{i}{'k' * 250}": "1" for i in range(500)}
+    async with McpTestClient(example_app(), era="modern") as c:
+        params = c.envelope({"name": "n" * 250, "arguments": {}})
+        h = c.headers("tools/call", params)
+        h["mcp-name"] = "h" * 50_000
+        r = await c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}, h)
+        message = r.json()["error"]["message"]
+        assert r.status_code == 400 and "Mcp-Name" in message and len(r.content) < 1000
+        assert "h" * 100 in message and "h" * 101 not in message and "n" * 101 not in message
+        h = c.headers("tools/call", params)
+        h["mcp-protocol-version"] = "2026-07-28" + "v" * 50_000
+        r = await c.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}, h)
+        assert r.status_code == 400 and len(r.content) < 1000
+        for method, p in (("tools/call", {"name": "t" * 250}), ("prompts/get", {"name": "p" * 250}),
+                          ("completion/complete", {"ref": {"type": "ref/prompt", "name": "q" * 400_000},
+                                                   "argument": {"name": "a", "value": ""}}),
+                          ("completion/complete", {"ref": {"type": "ref/resource", "uri": {"x": "u" * 400_000}},
+                                                   "argument": {"name": "a", "value": ""}}),
+                          ("prompts/get", {"name": "test_simple_prompt", "arguments": many})):
+            with pytest.raises(McpError) as e:
+                await c.request(method, p)
+            assert len(e.value.message) <= 200, (method, len(e.value.message))
+            assert len(str(e.value.data)) <= 4000, (method, len(str(e.value.data)))
+        r = await c.call_tool("search", many)
+        err = tool_error(r)
+        assert err is not None and len(err["message"]) <= 200 and len(str(err["data"])) <= 4000
+        assert err["message"].endswith(" and 480 more.")
+
+
+def test_quoted_cuts_a_callers_string_to_100_characters() -> None:
+    from mcpcore.errors import quoted
+
+    assert quoted("short") == "short" and quoted("x" * 100) == "x" * 100
+    assert quoted("x" * 5000) == "x" * 100 + "…" and quoted("x" * 50, 10) == "x" * 10 + "…"
+    assert quoted({"k": "v" * 5000}).startswith("{'k': 'vvv") and len(quoted({"k": "v" * 5000})) == 101

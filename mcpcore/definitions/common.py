@@ -15,16 +15,32 @@ import anyio.to_thread
 from ..context import Context
 from ..errors import ConfigurationError
 
-__all__ = ["NAME_RE", "Visibility", "VisibilityRule", "caller_locals", "check_name", "description_of", "is_async",
-           "is_context_annotation", "make_caller", "type_hints", "visibility_rule"]
+__all__ = ["NAME_RE", "SeenWithAny", "Visibility", "VisibilityRule", "caller_locals", "check_name", "description_of",
+           "is_async", "is_context_annotation", "make_caller", "type_hints", "visibility_rule"]
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 
 Visibility = Sequence[str] | Callable[[Context], bool]
 """Who sees a definition (``visible_to=``): the OAuth scopes a caller must all hold, or a
 predicate on the caller's ``Context``."""
-VisibilityRule = tuple[str, ...] | Callable[[Context], bool] | None
-"""A definition's visibility as stored: scopes, a predicate, or ``None`` (everyone)."""
+
+
+class SeenWithAny:
+    """The visibility of what serves several gated definitions (an MCP App view shared by
+    tools): a caller sees it when it sees any of ``owners``."""
+
+    __slots__ = ("owners",)
+
+    def __init__(self, owners: Sequence[Any]) -> None:
+        self.owners = tuple(owners)
+
+    def __repr__(self) -> str:
+        return f"SeenWithAny({[getattr(o, 'name', o) for o in self.owners]!r})"
+
+
+VisibilityRule = tuple[str, ...] | Callable[[Context], bool] | SeenWithAny | None
+"""A definition's visibility as stored: scopes, a predicate, the visibility of the definitions
+it serves (:class:`SeenWithAny`), or ``None`` (everyone)."""
 
 
 def visibility_rule(owner: str, value: Visibility | None) -> VisibilityRule:

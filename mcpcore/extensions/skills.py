@@ -29,10 +29,11 @@ from .. import _json
 from ..definitions.resources import CacheHint, ResourceDefinition
 from ..definitions.schema import args_plan
 from ..definitions.uritemplate import UriTemplate
-from ..errors import ConfigurationError, JsonRpcErrorCode, McpError
+from ..errors import ConfigurationError, JsonRpcErrorCode, McpError, quoted
 from ..protocol.extensions import SKILLS
 from ..protocol.pagination import page
 from .frontmatter import FrontmatterError, parse_frontmatter
+from .skill_files import list_files, read_within
 
 if TYPE_CHECKING:
     from ..app import McpApp
@@ -107,6 +108,16 @@ def _mime(path: Path, data: bytes) -> tuple[str, str | None]:
     return mime, text
 
 
+def _skill_file(uri: str, name: str, path: Path, data: bytes) -> SkillFile:
+    mime, text = _mime(path, data)
+    content: dict[str, Any] = {"uri": uri, "mimeType": mime}
+    if text is not None:
+        content["text"] = text
+    else:
+        content["blob"] = base64.b64encode(data).decode("ascii")
+    return SkillFile(uri, name, mime, data, "sha256:" + hashlib.sha256(data).hexdigest(), content)
+
+
 def _check_frontmatter(where: str, fm: dict[str, Any], folder: str) -> None:
     name = fm.get("name")
     if not isinstance(name, str) or not _NAME.match(name) or len(name) > 64:
@@ -145,9 +156,10 @@ class Skills:
         cache_hint: ``ttlMs``/``cacheScope`` for 2026-07-28 ``skills/list``, ``skills/get`` and
             skill ``resources/read`` results (default: not cacheable, private).
 
-    Hidden files and folders (a leading ``.``) are not part of a skill. A skill breaking the
-    Agent Skills naming rules, or one over :data:`MAX_FILES` files or :data:`MAX_TOTAL_BYTES`,
-    is refused with :class:`ConfigurationError`.
+    Hidden files and folders (a leading ``.``), links to them, and anything but regular files
+    (skipped with a warning) are not part of a skill. A skill breaking the Agent Skills naming
+    rules, or one over :data:`MAX_FILES` files or :data:`MAX_TOTAL_BYTES` (checked from the
+    files' sizes before any is read), is refused with :class:`ConfigurationError`.
     """
 
     def __init__(self, root: str | os.PathLike[str], *, prefix: str | None = None, directory_read: bool = True,
@@ -173,15 +185,6 @@ class Skills:
 
     # -- loading --------------------------------------------------------------------------------
 
-    def _walk(self, folder: Path) -> list[Path]:
-        out: list[Path] = []
-        for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for f in sorted(filenames):
-                if not f.startswith("."):
-                    out.append(Path(dirpath) / f)
-        return out
-
     def _uri(self, parts: list[str]) -> str:
         return "skill://" + "/".join(_segment(p) for p in [*self.prefix, *parts])
 
@@ -200,30 +203,28 @@ class Skills:
     def _load_skill(self, folder: Path, parts: list[str]) -> None:
         where = str(folder / SKILL_FILE)
         skill_root = self._uri(parts)
+        listed = list_files(self.root, folder)
+        total = sum(f.size for f in listed)
+        too_big = ConfigurationError(f"{folder}: {len(listed)} files, {total} bytes; a skill may hold at most "
+                                     f"{MAX_FILES} files and {MAX_TOTAL_BYTES} bytes")
+        if len(listed) > MAX_FILES or total > MAX_TOTAL_BYTES:
+            raise too_big
         files: list[SkillFile] = []
-        total = 0
-        for path in self._walk(folder):
-            real = path.resolve()
-            if not real.is_relative_to(self.root):
-                raise ConfigurationError(f"{path}: links outside the skills folder")
-            data = real.read_bytes()
-            total += len(data)
-            rel = list(path.relative_to(folder).parts)
+        left = MAX_TOTAL_BYTES
+        for found in listed:
+            rel = list(found.path.relative_to(folder).parts)
             uri = skill_root + "/" + "/".join(_segment(p) for p in rel)
-            mime, text = _mime(path, data)
-            content: dict[str, Any] = {"uri": uri, "mimeType": mime}
-            if text is not None:
-                content["text"] = text
-            else:
-                content["blob"] = base64.b64encode(data).decode("ascii")
-            digest = "sha256:" + hashlib.sha256(data).hexdigest()
-            f = self.files.get(uri) or SkillFile(uri, rel[-1], mime, data, digest, content)
-            self.files[uri] = f
+            f = self.files.get(uri)  # a nested skill's file, read for the outer skill already
+            data = f.data if f is not None else read_within(found, left)
+            if data is None or len(data) > left:
+                raise too_big  # it grew since it was listed
+            left -= len(data)
+            if f is None:
+                f = self.files[uri] = _skill_file(uri, rel[-1], found.path, data)
             files.append(f)
             self._index(skill_root, rel, f)
-        if len(files) > MAX_FILES or total > MAX_TOTAL_BYTES:
-            raise ConfigurationError(f"{folder}: {len(files)} files, {total} bytes; a skill may hold at most "
-                                     f"{MAX_FILES} files and {MAX_TOTAL_BYTES} bytes")
+        if skill_root + "/" + SKILL_FILE not in self.files:
+            raise ConfigurationError(f"{where}: not a regular file in the skills folder")
         md = self.files[skill_root + "/" + SKILL_FILE]
         if "text" not in md.content:
             raise ConfigurationError(f"{where}: not UTF-8 text")
@@ -276,15 +277,20 @@ class Skills:
         """The skill whose ``SKILL.md`` is at ``uri``; ``-32602`` when none is served there."""
         skill = self.by_uri.get(uri) if type(uri) is str else None
         if skill is None:
-            raise McpError(JsonRpcErrorCode.InvalidParams, f"No skill is served at {uri}", {"uri": uri})
+            raise McpError(JsonRpcErrorCode.InvalidParams, f"No skill is served at {quoted(uri)}", _uri_data(uri))
         return skill
 
     def children(self, uri: Any) -> list[dict[str, Any]]:
         """The direct children of directory ``uri``; ``-32602`` when it is not one."""
         found = self.directories.get(uri) if type(uri) is str else None
         if found is None:
-            raise McpError(JsonRpcErrorCode.InvalidParams, f"{uri} is not a directory resource", {"uri": uri})
+            raise McpError(JsonRpcErrorCode.InvalidParams, f"{quoted(uri)} is not a directory resource", _uri_data(uri))
         return found
+
+
+def _uri_data(uri: Any) -> dict[str, Any] | None:
+    """``data.uri`` of a refusal: the URI when it is one (the transport bounds its length)."""
+    return {"uri": uri} if type(uri) is str else None
 
 
 def _no_args() -> None:

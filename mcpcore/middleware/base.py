@@ -9,10 +9,14 @@ of every method is put together once per app, and hooks a layer does not overrid
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..context import Context, Inbound
 from ..layer import Layer
+from ..server.visibility import named_definition
+
+if TYPE_CHECKING:
+    from ..server.core import ServerCore
 
 __all__ = ["HOOKS", "Call", "CallNext", "Middleware", "overridden"]
 
@@ -38,16 +42,17 @@ class Call:
 
     ``method`` and ``params`` are the request's (a layer may change ``params``, or replace it,
     before ``call_next``); ``ctx`` is the request's :class:`~mcpcore.Context` (identity, tenant,
-    session, ``log``, ``state``, ``values``).
+    session, ``log``, ``state``, ``values``); ``definition`` what it calls.
     """
 
-    __slots__ = ("_ctx", "_req", "method", "params")
+    __slots__ = ("_core", "_ctx", "_req", "method", "params")
 
-    def __init__(self, method: str, params: dict[str, Any], req: Inbound) -> None:
+    def __init__(self, method: str, params: dict[str, Any], req: Inbound, core: ServerCore | None = None) -> None:
         self.method = method
         self.params = params
         self._req = req
         self._ctx: Context | None = None
+        self._core = core
 
     @property
     def ctx(self) -> Context:
@@ -64,6 +69,16 @@ class Call:
         value = self.params.get("uri" if self.method in ("resources/read", "resources/subscribe",
                                                          "resources/unsubscribe") else "name")
         return value if type(value) is str else None
+
+    @property
+    def definition(self) -> Any:
+        """The tool, prompt or resource (or template) the call names, when it exists and the
+        caller may see it; ``None`` for any other name (the caller chose it) or method."""
+        core = self._core
+        name = self.name
+        if core is None or name is None:
+            return None
+        return named_definition(core, self.method, name, self._req)
 
     @property
     def request_id(self) -> str:

@@ -30,6 +30,7 @@ log = logging.getLogger("mcpcore.ratelimit")
 KeyPart = Literal["identity", "tenant", "tool", "method"]
 KeyFunction = Callable[[Call], str | None]
 _WARN_EVERY = 60.0
+_NAMING = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe"})
 
 
 def caller_key(call: Call) -> str:
@@ -49,7 +50,10 @@ def _part(call: Call, part: KeyPart) -> str:
     if part == "tenant":
         return f"tenant:{call._req.tenant_id or ''}"
     if part == "tool":
-        return f"name:{call.name or ''}"
+        d = call.definition  # a name the caller cannot call is its own string: one key for all of them
+        if d is not None:
+            return f"name:{d.uri if call.method.startswith('resources/') else d.name}"
+        return "unknown" if call.method in _NAMING else "name:"
     return f"method:{call.method}"
 
 
@@ -60,9 +64,10 @@ class RateLimit(Middleware):
         limit: calls admitted per window and key.
         per: the window, in seconds (sliding: no window of this length holds more than ``limit``).
         key: what shares a window: ``"identity"`` (default), ``"tenant"``, ``"tool"`` (the tool,
-            prompt or resource called), ``"method"``, a tuple of those (``("identity", "tool")``:
-            each caller's each tool), or a function of the :class:`Call` returning the key
-            (``None``: not limited).
+            prompt or resource called, a template for every URI it serves; every name the caller
+            cannot call, unknown or hidden, shares one window), ``"method"``, a tuple of those
+            (``("identity", "tool")``: each caller's each tool), or a function of the
+            :class:`Call` returning the key (``None``: not limited).
         methods: the methods limited (default ``tools/call``); ``None`` for every request.
         backend: ``"memory"`` (this process) or ``"redis"`` (every instance; the app's Redis
             client when it has one, else one made from ``REDIS_URL`` and ``MCP_REDIS_*``).

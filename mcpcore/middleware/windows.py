@@ -9,12 +9,16 @@ one window; the key expires with its window.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Any, Protocol
 
 __all__ = ["MemoryWindows", "RedisWindows", "Windows"]
+
+log = logging.getLogger("mcpcore.ratelimit")
+_WARN_EVERY = 60.0
 
 
 class Windows(Protocol):
@@ -26,34 +30,63 @@ class Windows(Protocol):
         ...
 
 
+class _Window:
+    """One key's admitted calls and when the last of them leaves the window."""
+
+    __slots__ = ("calls", "until")
+
+    def __init__(self) -> None:
+        self.calls: deque[float] = deque()
+        self.until = 0.0
+
+
 class MemoryWindows:
-    """Windows in this process (one instance; each worker of a multi-worker server has its own)."""
+    """Windows in this process (one instance; each worker of a multi-worker server has its own).
+
+    At most ``max_keys`` keys are kept. A key whose window has ended makes room for a new one;
+    a live window is never dropped, so while every kept window is live a call with a new key is
+    refused until the earliest of them ends. Keys are kept in the order of their last admitted
+    call, so finding the room takes constant time, however many keys there are.
+    """
 
     def __init__(self, max_keys: int = 100_000, clock: Any = time.monotonic) -> None:
         self.max_keys = max_keys
         self._clock = clock
-        self._calls: dict[str, deque[float]] = {}
+        self._keys: OrderedDict[str, _Window] = OrderedDict()
+        self._warned = -_WARN_EVERY
+
+    def __len__(self) -> int:
+        return len(self._keys)
 
     async def hit(self, key: str, limit: int, window_ms: int) -> int:
         now = self._clock()
         window = window_ms / 1000
-        calls = self._calls.get(key)
-        if calls is None:
-            if len(self._calls) >= self.max_keys:
-                self._forget(now, window)
-            calls = self._calls[key] = deque()
+        keys = self._keys
+        w = keys.get(key)
+        if w is None:
+            if len(keys) >= self.max_keys:
+                oldest = keys[next(iter(keys))]
+                if oldest.until > now:
+                    return self._full(oldest.until - now)
+                keys.popitem(last=False)
+            w = keys[key] = _Window()
+        calls = w.calls
         while calls and calls[0] <= now - window:
             calls.popleft()
         if len(calls) < limit:
             calls.append(now)
+            w.until = now + window
+            keys.move_to_end(key)
             return 0
         return max(1, int((calls[0] + window - now) * 1000 + 0.999))
 
-    def _forget(self, now: float, window: float) -> None:
-        for key in [k for k, calls in self._calls.items() if not calls or calls[-1] <= now - window]:
-            del self._calls[key]
-        while len(self._calls) >= self.max_keys:
-            del self._calls[next(iter(self._calls))]
+    def _full(self, wait: float) -> int:
+        now = time.monotonic()
+        if now - self._warned >= _WARN_EVERY:
+            self._warned = now
+            log.warning("the rate limiter holds %d live windows (max_keys): calls with new keys are refused "
+                        "until the earliest window ends", self.max_keys)
+        return max(1, int(wait * 1000 + 0.999))
 
 
 # KEYS[1]: the key's sorted set of admitted calls (scores: Redis time in microseconds).

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import JsonRpcErrorCode, McpError
+from ..errors import JsonRpcErrorCode, McpError, quoted
 from ..logs import LEVELS
 from .versions import MODERN_VERSIONS
 
@@ -29,12 +29,12 @@ def missing_meta(what: str) -> McpError:
 def unsupported_version(requested: str) -> McpError:
     """The envelope names a revision this server does not speak: ``-32022``."""
     return McpError(JsonRpcErrorCode.UnsupportedProtocolVersion, "Unsupported protocol version",
-                    {"supported": list(MODERN_VERSIONS), "requested": requested})
+                    {"supported": list(MODERN_VERSIONS), "requested": quoted(requested)})
 
 
 def invalid_log_level(raw: object) -> McpError:
     """The envelope's log level is not one of the syslog names."""
-    return McpError(JsonRpcErrorCode.InvalidParams, f"Invalid log level: {raw!r}", {"supported": list(LEVELS)})
+    return McpError(JsonRpcErrorCode.InvalidParams, f"Invalid log level: {quoted(raw)!r}", {"supported": list(LEVELS)})
 
 
 def decode_header_value(raw: str) -> str:
@@ -85,7 +85,8 @@ def check_headers(headers: Mapping[bytes, bytes], msg: Mapping[str, Any], versio
     if raw != _ASCII.get(version):
         pv = raw.decode("latin-1").strip()
         if pv != version:
-            raise _mismatch(f"MCP-Protocol-Version header value '{pv}' does not match body value '{version}'")
+            raise _mismatch(f"MCP-Protocol-Version header value '{quoted(pv)}' does not match body value "
+                               f"'{quoted(version)}'")
     method = msg["method"]
     raw = headers.get(b"mcp-method")
     if raw is None:
@@ -93,7 +94,7 @@ def check_headers(headers: Mapping[bytes, bytes], msg: Mapping[str, Any], versio
     if raw != _ASCII.get(method):
         hm = raw.decode("latin-1").strip()
         if hm != method:
-            raise _mismatch(f"Mcp-Method header value '{hm}' does not match body value '{method}'")
+            raise _mismatch(f"Mcp-Method header value '{quoted(hm)}' does not match body value '{quoted(method)}'")
     params = msg.get("params") or {}
     name_field = _NAME_FIELD.get(method)
     if name_field is not None:
@@ -108,7 +109,8 @@ def check_headers(headers: Mapping[bytes, bytes], msg: Mapping[str, Any], versio
             except ValueError:
                 raise _mismatch("Mcp-Name header value is not a valid encoding") from None
             if decoded != body_name:
-                raise _mismatch(f"Mcp-Name header value '{decoded}' does not match body value '{body_name}'")
+                raise _mismatch(f"Mcp-Name header value '{quoted(decoded)}' does not match body value "
+                               f"'{quoted(body_name)}'")
     if header_params:
         raw_args = params.get("arguments")
         args: Mapping[str, Any] = raw_args if isinstance(raw_args, dict) else {}
@@ -127,4 +129,5 @@ def check_headers(headers: Mapping[bytes, bytes], msg: Mapping[str, Any], versio
             except ValueError:
                 raise _mismatch(f"Mcp-Param-{hname} header value is not a valid encoding") from None
             if not _same(decoded, value):
-                raise _mismatch(f"Mcp-Param-{hname} header value '{decoded}' does not match body value '{value}'")
+                raise _mismatch(f"Mcp-Param-{hname} header value '{quoted(decoded)}' does not match body value "
+                               f"'{quoted(value)}'")

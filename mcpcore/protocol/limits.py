@@ -2,7 +2,9 @@
 
 Each is far above what any real client sends, and low enough that nothing a caller sends is
 stored, echoed or buffered at a size it picked. Past a bound the request is refused with
-``-32600`` (an id or a method) or ``-32602`` (a parameter) and nothing of it is kept.
+``-32600`` (an id or a method) or ``-32602`` (a parameter) and nothing of it is kept. An error
+that quotes a caller's string quotes at most :data:`~mcpcore.errors.QUOTE_MAX` characters of it
+(:func:`~mcpcore.errors.quoted`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 from ..errors import JsonRpcErrorCode, McpError
 
 __all__ = ["MAX_ARGUMENT_KEY", "MAX_ID", "MAX_METHOD", "MAX_NAME", "MAX_TOKEN", "MAX_URI", "SHORTEST_BOUND",
-           "check_params", "clip"]
+           "check_params"]
 
 MAX_ID = 256
 """Characters of a string JSON-RPC id."""
@@ -32,12 +34,7 @@ SHORTEST_BOUND = min(MAX_ID, MAX_TOKEN, MAX_NAME, MAX_URI, MAX_ARGUMENT_KEY)
 least a byte per character), so a transport may skip :func:`check_params` for it."""
 
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
-          "resources/unsubscribe": "uri"}
-
-
-def clip(text: str, limit: int = 100) -> str:
-    """``text`` cut to ``limit`` characters for an error message or a log line."""
-    return text if len(text) <= limit else text[:limit] + "…"
+          "resources/unsubscribe": "uri", "skills/get": "uri", "resources/directory/read": "uri"}
 
 
 def _too_long(what: str, limit: int) -> McpError:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..context import Inbound
-from ..errors import JsonRpcErrorCode, McpError
+from ..errors import JsonRpcErrorCode, McpError, quoted
 from .results import classify_and_log
 from .visibility import may_see
 
@@ -24,7 +24,7 @@ def _completer(core: ServerCore, ref: dict[str, Any], argument: str, req: Inboun
     if kind == "ref/prompt":
         p = core.registry.prompts.get(ref.get("name"))  # type: ignore[arg-type]
         if p is None or not may_see(core, p, req):
-            raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown prompt: {ref.get('name')}")
+            raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown prompt: {quoted(ref.get('name'))}")
         return p.complete.get(argument)
     if kind == "ref/resource":
         uri = ref.get("uri")
@@ -36,7 +36,7 @@ def _completer(core: ServerCore, ref: dict[str, Any], argument: str, req: Inboun
             found = core.registry.find_resource(uri)
             target = found[0] if found else None
         if target is None or not may_see(core, target, req):
-            raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown resource: {uri}")
+            raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown resource: {quoted(uri)}")
         return target.complete.get(argument)
     raise McpError(JsonRpcErrorCode.InvalidParams, 'ref.type must be "ref/prompt" or "ref/resource".')
 

@@ -21,6 +21,7 @@ from ..security.sealing import RequestStateSealer
 from .closing import Closing
 from .notify import Notifier
 from .registry import Registry
+from .visibility import may_see_uri
 
 if TYPE_CHECKING:
     from ..definitions.tools import ToolDefinition
@@ -72,6 +73,7 @@ class ServerCore:
         """Runs the tools declared with ``task=`` as tasks (``None``: they run as ordinary calls)."""
         self.listen_topics: list[ListenTopic] = []
         """What ``subscriptions/listen`` may carry beyond list changes and resource updates."""
+        notifier.may_read = lambda uri, req: may_see_uri(self, uri, req)
 
     def capabilities(self) -> dict[str, Any]:
         """Server capabilities that match what is registered."""

@@ -15,10 +15,10 @@ from ..config import Settings
 from ..context import ContextServices, Inbound
 from ..context.inputs import InputRequired
 from ..definitions.resources import CacheHint
-from ..errors import JsonRpcErrorCode, McpError, classify
+from ..errors import JsonRpcErrorCode, McpError, classify, quoted
 from ..middleware.base import Call, Middleware
 from ..protocol.jsonrpc import error_response, result_response
-from ..protocol.limits import check_params, clip
+from ..protocol.limits import check_params
 from ..protocol.versions import META_SERVER_INFO, Era
 from ..security.sealing import RequestStateSealer
 from . import lifecycle
@@ -224,12 +224,12 @@ class Dispatcher:
         params = msg.get("params") or {}
         try:
             if not supported and not self.supports(method, req.era):
-                raise McpError(JsonRpcErrorCode.MethodNotFound, f"Method not found: {clip(method)}")
+                raise McpError(JsonRpcErrorCode.MethodNotFound, f"Method not found: {quoted(method)}")
             if req.check_sizes:
                 check_params(method, params, req.progress_token)
             steps = self._steps
             if steps is not None and (step := steps.get(method)) is not None:
-                call = Call(method, params, req)
+                call = Call(method, params, req, self.core)
                 try:
                     result = await step(call)
                 except Exception as exc:  # a layer's own failure in tools/call is the tool's error result
@@ -238,7 +238,7 @@ class Dispatcher:
                     result = tool_error_result(classify_and_log(exc, "middleware of tools/call", req.request_id),
                                                (), req.request_id)
                 if type(result) is not dict:
-                    raise McpError(JsonRpcErrorCode.InternalError, f"A middleware layer answered {clip(method)} "
+                    raise McpError(JsonRpcErrorCode.InternalError, f"A middleware layer answered {quoted(method)} "
                                    f"with {type(result).__name__}, not a result object.")
             elif method in self._lists:
                 return await self.lists.answer(rid, method, params, req)
@@ -304,8 +304,8 @@ class Dispatcher:
                 await done
 
         params = msg.get("params")
-        call = Call(msg["method"], params if type(params) is dict else {}, req)
+        call = Call(msg["method"], params if type(params) is dict else {}, req, self.core)
         try:
             await layers.notification(inner)(call)
         except Exception:
-            log.warning("a middleware layer failed on %s", clip(msg["method"]), exc_info=True)
+            log.warning("a middleware layer failed on %s", quoted(msg["method"]), exc_info=True)

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from ..context import Context, Inbound
 from ..context.inputs import InputRequired
 from ..definitions.schema import ArgsPlan
-from ..errors import ErrorContract, JsonRpcErrorCode, McpError
+from ..errors import ErrorContract, JsonRpcErrorCode, McpError, quoted
 from .dependencies import Resolution, close_all
 from .results import classify_and_log
 from .rounds import run_rounds, unseal
@@ -73,7 +73,7 @@ def invalid_arguments(message: str, hint: str, issues: list[dict[str, Any]] | No
 
 
 def _issues(exc: ValidationError) -> list[dict[str, Any]]:
-    return [{"path": ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
+    return [{"path": quoted(".".join(str(p) for p in e["loc"])), "message": e["msg"]}
             for e in exc.errors(include_url=False, include_input=False)[:_MAX_ISSUES]]
 
 
@@ -86,8 +86,10 @@ def _known(args: dict[str, Any], stray: set[str], family: Family[Any]) -> dict[s
     artifacts and dropped; any other is an unknown argument."""
     extra = sorted(k for k in stray if not k.startswith("_"))
     if extra:
-        raise invalid_arguments(f"Unknown argument(s): {', '.join(extra)}.", family.hint,
-                                [{"path": k, "message": f"not an argument of this {family.noun}"} for k in extra])
+        shown = [quoted(k) for k in extra[:_MAX_ISSUES]]
+        more = f" and {len(extra) - len(shown)} more" if len(extra) > len(shown) else ""
+        raise invalid_arguments(f"Unknown argument(s): {quoted(', '.join(shown))}{more}.", family.hint,
+                                [{"path": k, "message": f"not an argument of this {family.noun}"} for k in shown])
     return {k: v for k, v in args.items() if k not in stray}
 
 

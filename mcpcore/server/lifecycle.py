@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _json
 from ..context import Inbound
-from ..errors import JsonRpcErrorCode, McpError
+from ..errors import JsonRpcErrorCode, McpError, quoted
 from ..logs import LEVELS, normalize_level
 from ..protocol.versions import MODERN_VERSIONS, negotiate
 
@@ -65,7 +65,7 @@ async def set_level(core: ServerCore, params: dict[str, Any], req: Inbound) -> d
     raw = params.get("level")
     level = normalize_level(raw) if type(raw) is str else None
     if level is None or raw != level:
-        raise McpError(JsonRpcErrorCode.InvalidParams, f"Invalid log level: {raw!r}",
+        raise McpError(JsonRpcErrorCode.InvalidParams, f"Invalid log level: {quoted(raw)!r}",
                        {"supported": list(LEVELS)})
     session = req.session
     if session is not None:

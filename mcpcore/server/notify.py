@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..bus.base import BusEvent, NotificationBus
@@ -45,12 +45,18 @@ def reaches(event: BusEvent, tenant: str | None) -> bool:
     return owner is None or owner == (tenant or "")
 
 
+def _sees_all(uri: str, req: Inbound) -> bool:
+    return True
+
+
 class Notifier:
     """Implements ``ctx.notify_*`` for a request (its Inbound)."""
 
     def __init__(self, bus: NotificationBus) -> None:
         self.bus = bus
         self._tasks: set[asyncio.Task[None]] = set()
+        self.may_read: Callable[[str, Inbound], bool] = _sees_all
+        """Whether a request's caller may read a resource (the server's visibility rules)."""
 
     def __call__(self, event: dict[str, Any], req: Inbound) -> None:
         origin = None
@@ -59,7 +65,8 @@ class Notifier:
         if req.era is Era.LEGACY and req.session is not None:
             session = req.session
             note = notification_for(event)
-            if note is not None and (event["kind"] != "resource" or event["uri"] in session.subscriptions):
+            if note is not None and (event["kind"] != "resource" or (
+                    event["uri"] in session.subscriptions and self.may_read(event["uri"], req))):
                 req.outbound.post(note)
             elif event["kind"] == "resource":
                 log.debug("resource %s updated; this session is not subscribed", event["uri"])

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import Context, Inbound
 from ..definitions.prompts import PromptDefinition
-from ..errors import JsonRpcErrorCode, McpError
+from ..errors import JsonRpcErrorCode, McpError, quoted
 from .invoke import Family, invoke, span
 from .visibility import may_see
 
@@ -49,5 +49,5 @@ def get_prompt(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaita
         raise McpError(JsonRpcErrorCode.InvalidParams, 'prompts/get needs a string "name".')
     p = core.registry.prompts.get(name)
     if p is None or (p.visible_to is not None and not may_see(core, p, req)):
-        raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown prompt: {name}", {"reason": "unknown_prompt"})
+        raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown prompt: {quoted(name)}", {"reason": "unknown_prompt"})
     return invoke(core, PROMPTS, p, params.get("arguments"), req, name)

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import types
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
+from ..definitions.common import SeenWithAny, VisibilityRule
 from ..definitions.prompts import PROMPT_ATTR, PromptDefinition, build_prompt
 from ..definitions.resources import RESOURCE_ATTR, ResourceDefinition
 from ..definitions.tools import TOOL_ATTR, ToolDefinition, build_tool
 from ..errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ..extensions.apps import App
 
 __all__ = ["Registry", "definitions_in"]
 
@@ -56,6 +61,7 @@ class Registry:
         self.prompts: dict[str, PromptDefinition] = {}
         self.version = 0
         self._listeners: list[Callable[[str], None]] = []
+        self._views: dict[App, tuple[ResourceDefinition, list[ToolDefinition]]] = {}
 
     def on_change(self, fn: Callable[[str], None]) -> None:
         self._listeners.append(fn)
@@ -74,9 +80,8 @@ class Registry:
                     raise ConfigurationError(f"duplicate tool name {d.name!r}")
                 self.tools[d.name] = d
                 self._changed("tools")
-                view = d.app.definition if d.app is not None else None
-                if view is not None:
-                    self._add_resource(view)
+                if d.app is not None and d.app.definition is not None:
+                    self._add_view(d.app, d.app.definition, d)
             elif isinstance(d, PromptDefinition):
                 if d.name in self.prompts and self.prompts[d.name] is not d:
                     raise ConfigurationError(f"duplicate prompt name {d.name!r}")
@@ -99,14 +104,43 @@ class Registry:
             self.resources[d.uri] = d
         self._changed("resources")
 
+    def _add_view(self, app: App, served: ResourceDefinition, tool: ToolDefinition) -> None:
+        """Serve ``tool``'s App view with its tools' visibility and scopes (this registry's copy:
+        an App may serve tools of several apps)."""
+        found = self._views.get(app)
+        if found is None:
+            view = dataclasses.replace(served)
+            self._add_resource(view)
+            found = self._views[app] = (view, [])
+        view, owners = found
+        if tool not in owners:
+            owners.append(tool)
+        self._follow(view, owners)
+
+    def _follow(self, view: ResourceDefinition, owners: Sequence[ToolDefinition]) -> None:
+        view.visible_to = _seen_with(owners)
+        view.auth = tuple(s for s in owners[0].auth if all(s in o.auth for o in owners[1:]))
+        self._changed("resources")
+
     def add_all(self, objs: Iterable[Any]) -> None:
         for o in objs:
             self.add(o)
 
     def remove_tool(self, name: str) -> bool:
-        if self.tools.pop(name, None) is None:
+        """Forget tool ``name``; its App view goes with its last tool."""
+        tool = self.tools.pop(name, None)
+        if tool is None:
             return False
         self._changed("tools")
+        found = self._views.get(tool.app) if tool.app is not None else None
+        if found is not None and tool in found[1]:
+            view, owners = found
+            owners.remove(tool)
+            if owners:
+                self._follow(view, owners)
+            else:
+                del self._views[tool.app]  # type: ignore[arg-type]
+                self.remove_resource(view.uri)
         return True
 
     def remove_prompt(self, name: str) -> bool:
@@ -136,6 +170,13 @@ class Registry:
             if params is not None:
                 return t, params
         return None
+
+
+def _seen_with(owners: Sequence[ToolDefinition]) -> VisibilityRule:
+    """Who sees a view: everyone when one of its tools is ungated, else whoever sees one."""
+    if any(o.visible_to is None for o in owners):
+        return None
+    return owners[0].visible_to if len(owners) == 1 else SeenWithAny(owners)
 
 
 def decorate_inline(fn: Callable[..., Any], kind: str, **options: Any) -> Any:

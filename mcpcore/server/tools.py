@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import Context, Inbound
 from ..definitions.tools import ToolDefinition
-from ..errors import JsonRpcErrorCode, McpError
+from ..errors import JsonRpcErrorCode, McpError, quoted
 from ..protocol.versions import Era
 from .invoke import Family, invoke
 from .results import tool_error_result, tool_success_result
@@ -53,7 +53,7 @@ def call_tool(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaitab
         raise McpError(JsonRpcErrorCode.InvalidParams, 'tools/call needs a string "name".')
     tool = core.registry.tools.get(name)
     if tool is None or (tool.visible_to is not None and not may_see(core, tool, req)):
-        raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown tool: {name}", {"reason": "unknown_tool"})
+        raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown tool: {quoted(name)}", {"reason": "unknown_tool"})
     if tool.task is not None and core.tasks is not None:
         return core.tasks.call(core, tool, params, req)
     return invoke(core, TOOLS, tool, params.get("arguments"), req, name)

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..auth.scopes import has_scopes
 from ..context import Context, Inbound
-from ..definitions.common import VisibilityRule
+from ..definitions.common import SeenWithAny, VisibilityRule
 
 if TYPE_CHECKING:
     from .core import ServerCore
 
-__all__ = ["Gated", "ViewTracker", "may_see", "view_of", "visible_names"]
+__all__ = ["Gated", "ViewTracker", "may_see", "may_see_uri", "named_definition", "view_of", "visible_names"]
 
 log = logging.getLogger("mcpcore.server")
 
@@ -44,12 +44,40 @@ def may_see(core: ServerCore, d: Gated, req: Inbound) -> bool:
             return True
         auth = req.auth
         return auth is not None and has_scopes(auth.scopes, rule)
+    if type(rule) is SeenWithAny:
+        return any(may_see(core, owner, req) for owner in rule.owners)
     try:
         return bool(rule(Context(req, operation="visibility")))  # type: ignore[operator]
     except Exception:
         log.warning("a visible_to predicate failed; the definition stays hidden from this caller", exc_info=True,
                     extra={"fields": {"requestId": req.request_id}})
         return False
+
+
+def may_see_uri(core: ServerCore, uri: str, req: Inbound) -> bool:
+    """Whether the caller of ``req`` may read ``uri`` as far as visibility goes (a URI nothing
+    serves counts as seen: it is answered as unknown either way)."""
+    found = core.registry.find_resource(uri)
+    return found is None or found[0].visible_to is None or may_see(core, found[0], req)
+
+
+def named_definition(core: ServerCore, method: str, name: str, req: Inbound) -> Any:
+    """The definition ``method`` calls by ``name`` (a tool, a prompt, the resource or template
+    serving a URI) when the caller of ``req`` sees it; else ``None``."""
+    r = core.registry
+    d: Any
+    if method == "tools/call":
+        d = r.tools.get(name)
+    elif method == "prompts/get":
+        d = r.prompts.get(name)
+    elif method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
+        found = r.find_resource(name)
+        d = found[0] if found is not None else None
+    else:
+        return None
+    if d is None or (d.visible_to is not None and not may_see(core, d, req)):
+        return None
+    return d
 
 
 def view_of(core: ServerCore, gated: list[tuple[str, Any]], req: Inbound) -> tuple[str, ...]:
@@ -81,10 +109,12 @@ class ViewTracker:
         self._seen = {kind: visible_names(core, kind, viewer) for kind in _KINDS}
 
     def reaches(self, event: dict[str, Any]) -> bool:
-        """Whether a bus event is for this receiver's view (events of other kinds always are)."""
+        """Whether a bus event is for this receiver's view: a resource update only when it may
+        read the resource, a list change as below, events of other kinds always."""
         kind = event.get("kind")
         if kind not in _KINDS:
-            return True
+            uri = event.get("uri")
+            return kind != "resource" or type(uri) is not str or may_see_uri(self.core, uri, self.viewer)
         names = event.get("names")
         assert isinstance(kind, str)
         now = visible_names(self.core, kind, self.viewer)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
@@ -50,6 +51,14 @@ async def parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
     if data:
         ev["data"] = "\n".join(data)
         yield ev
+
+
+def header_value(text: str) -> str:
+    """``text`` as an ``Mcp-Name``/``Mcp-Param-*`` header carries it: as is when it is printable
+    ASCII without surrounding spaces, else ``=?base64?...?=``."""
+    if text.isascii() and text.isprintable() and text == text.strip() and not text.startswith("=?"):
+        return text
+    return f"=?base64?{base64.b64encode(text.encode()).decode()}?="
 
 
 class McpTestClient:
@@ -137,7 +146,7 @@ class McpTestClient:
                 field = "uri" if method == "resources/read" else "taskId" if method.startswith("tasks/") else "name"
                 name = (params or {}).get(field)
                 if method in _NAMED and isinstance(name, str):
-                    h["mcp-name"] = name
+                    h["mcp-name"] = header_value(name)
         else:
             if self.session_id:
                 h["mcp-session-id"] = self.session_id

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..asgi_types import Receive, Scope
+from ..errors import quoted
 
 __all__ = ["BodyTooLarge", "OriginGuard", "accepts", "is_loopback", "read_body", "valid_host"]
 
@@ -82,7 +83,7 @@ class OriginGuard:
                 except ValueError:
                     return "invalid Origin header"
                 if not is_loopback(oh):
-                    return f"Origin {origin[:100]!r} is not allowed"
+                    return f"Origin {quoted(origin)!r} is not allowed"
         if self.any_host:
             return None
         server = scope.get("server")
@@ -94,7 +95,7 @@ class OriginGuard:
         h = _hostname(host)
         if (is_loopback(h) or h in self.hosts) and valid_host(host):
             return None
-        return f"Host {host[:100]!r} is not allowed"
+        return f"Host {quoted(host)!r} is not allowed"
 
 
 _ACCEPT_CACHE: dict[tuple[str | bytes, tuple[str, ...]], bool] = {}

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 from pydantic import BaseModel
 
-from mcpcore import ConfigurationError, Context, McpApp, tool
+from mcpcore import ConfigurationError, Context, McpApp, McpError, Settings, tool
 from mcpcore.extensions import APP_MIME_TYPE, APPS, App, Csp, supports_apps
 from mcpcore.testing import McpTestClient
 
@@ -173,3 +175,88 @@ def test_lint_accepts_a_complete_app_and_flags_broken_ones(tmp_path: Path) -> No
                      ("app-csp-malformed", "missing")}, report.text()
     (csp,) = [f for f in report.findings if f.rule == "app-csp-malformed"]
     assert "'*'" in csp.message and "scriptDomains" in csp.message
+
+
+SECRET = "a" * 40
+
+
+def _bearer(scope: str, tid: str = "acme") -> dict[str, str]:
+    claims = {"sub": "ada", "cid": "host", "tid": tid, "scope": scope, "exp": int(time.time()) + 300}
+    return {"authorization": f"Bearer {jwt.encode(claims, SECRET, algorithm='HS256')}"}
+
+
+def _gated_views() -> McpApp:
+    @tool(app=App(html="<p>payroll</p>"), visible_to=["hr:read"])
+    def payroll() -> str:
+        """Show the payroll."""
+        return "payroll"
+
+    @tool(app=App(html="<p>acme board</p>"), visible_to=lambda ctx: ctx.tenant_id == "acme")
+    def board() -> str:
+        """Show the acme board."""
+        return "board"
+
+    @tool(app=App(html="<p>audit</p>"), auth=["audit:read"])
+    def audit() -> str:
+        """Show the audit trail (listed to everyone, called with the scope)."""
+        return "audit"
+
+    shared = App(uri="ui://shared/view.html", html="<p>shared</p>")
+
+    @tool(app=shared, visible_to=["hr:read"])
+    def salaries() -> str:
+        """Show salaries in the shared view."""
+        return "salaries"
+
+    @tool(app=shared, visible_to=lambda ctx: ctx.tenant_id == "acme")
+    def vacations() -> str:
+        """Show vacations in the shared view."""
+        return "vacations"
+
+    return McpApp("views", "1.0", tools=[payroll, board, audit, salaries, vacations],
+                  settings=Settings.from_env({}, auth_mode="jwt", auth_secret_key=SECRET))
+
+
+async def _views_seen(c: McpTestClient) -> tuple[set[str], set[str]]:
+    listed = {r["uri"] for r in (await c.request("resources/list"))["resources"]}
+    readable = set()
+    for uri in ("ui://payroll/view.html", "ui://board/view.html", "ui://audit/view.html", "ui://shared/view.html"):
+        try:
+            await c.request("resources/read", {"uri": uri})
+        except McpError as exc:
+            assert (exc.data or {}).get("uri") == uri or (exc.data or {}).get("reason") == "insufficient_scope"
+            continue
+        readable.add(uri)
+    return listed, readable
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_view_takes_its_tools_visibility_and_scopes(era: str) -> None:
+    app = _gated_views()
+    await app.startup()
+    try:
+        async with McpTestClient(app, era=era, headers=_bearer("", tid="globex")) as c:
+            listed, readable = await _views_seen(c)
+            # nothing names payroll, board, salaries or vacations; the audit view is listed
+            # (its tool is), but reading it needs the tool's scope
+            assert listed == {"ui://audit/view.html"} and readable == set()
+            with pytest.raises(McpError) as e:
+                await c.request("resources/read", {"uri": "ui://payroll/view.html"})
+            with pytest.raises(McpError) as unknown:
+                await c.request("resources/read", {"uri": "ui://nothing/view.html"})
+            assert e.value.code == unknown.value.code  # the same answer as for a view that does not exist
+            assert e.value.message.replace("payroll", "nothing") == unknown.value.message
+        async with McpTestClient(app, era=era, headers=_bearer("", tid="acme")) as c:
+            listed, readable = await _views_seen(c)
+            assert listed == {"ui://board/view.html", "ui://audit/view.html", "ui://shared/view.html"}
+            assert readable == {"ui://board/view.html", "ui://shared/view.html"}
+        async with McpTestClient(app, era=era, headers=_bearer("hr:read audit:read", tid="globex")) as c:
+            listed, readable = await _views_seen(c)
+            assert listed == readable == {"ui://payroll/view.html", "ui://audit/view.html", "ui://shared/view.html"}
+        app.remove_tool("payroll")  # its view goes with it; the shared view now follows vacations alone
+        app.remove_tool("salaries")
+        async with McpTestClient(app, era=era, headers=_bearer("hr:read audit:read", tid="globex")) as c:
+            listed, readable = await _views_seen(c)
+            assert listed == readable == {"ui://audit/view.html"}
+    finally:
+        await app.shutdown()

@@ -199,3 +199,57 @@ async def test_nested_skills_are_listed_flat_and_the_outer_manifest_is_complete(
             "skill://outer/inner/SKILL.md", "skill://outer/inner/notes.md"]
         listed = {r["uri"]: r["name"] for r in (await c.request("resources/list"))["resources"]}
         assert listed == {"skill://outer/SKILL.md": "outer", "skill://outer/inner/SKILL.md": "inner"}
+
+
+async def test_links_to_hidden_files_are_not_served(tmp_path: Path) -> None:
+    folder = _skill(tmp_path, "linky", files={".env": b"TOKEN=secret", ".git/config": b"[core]", "real.md": b"# real"})
+    (folder / "notes.md").symlink_to(folder / ".env")  # a visible name for a hidden file
+    (folder / "config.txt").symlink_to(folder / ".git" / "config")
+    (folder / "alias.md").symlink_to(folder / "real.md")  # a link to a visible file is served as before
+    s = Skills(tmp_path)
+    assert sorted(s.files) == ["skill://linky/SKILL.md", "skill://linky/alias.md", "skill://linky/real.md"]
+    async with McpTestClient(_app(s)) as c:
+        for uri in ("skill://linky/notes.md", "skill://linky/config.txt"):
+            with pytest.raises(McpError):
+                await c.request("resources/read", {"uri": uri})
+        (entry,) = (await c.request("skills/list"))["skills"]
+        assert "secret" not in str(entry) and len(entry["resources"]) == 3
+
+
+def test_the_total_is_checked_from_sizes_before_any_file_is_read(tmp_path: Path) -> None:
+    import tracemalloc
+
+    _skill(tmp_path, "huge", files={f"part{i}.bin": b"\0" * (1024 * 1024) for i in range(20)})  # 20 MiB
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConfigurationError, match="at most 512 files and 16777216 bytes"):
+            Skills(tmp_path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * 1024 * 1024, peak  # reading the files first held all 20 MiB
+
+
+def test_a_fifo_or_other_special_file_is_skipped_with_a_warning(tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    import os
+    import threading
+
+    folder = _skill(tmp_path, "piped", files={"real.md": b"# real"})
+    fifo = folder / "pipe.txt"
+    os.mkfifo(fifo)
+    (folder / "to-pipe.md").symlink_to(fifo)
+    loaded: list[Skills] = []
+    worker = threading.Thread(target=lambda: loaded.append(Skills(tmp_path)), daemon=True)
+    with caplog.at_level("WARNING", logger="mcpcore.skills"):
+        worker.start()
+        worker.join(10)
+        blocked = worker.is_alive()
+        if blocked:  # unblock the reader stuck on the FIFO, so the thread ends
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            worker.join(10)
+    assert not blocked, "building the skills blocked on a FIFO"
+    (s,) = loaded
+    assert sorted(s.files) == ["skill://piped/SKILL.md", "skill://piped/real.md"]
+    skipped = [r.getMessage() for r in caplog.records if "not a regular file" in r.getMessage()]
+    assert len(skipped) == 2 and any("pipe.txt" in m for m in skipped) and any("to-pipe.md" in m for m in skipped)

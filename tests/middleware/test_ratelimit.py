@@ -189,3 +189,83 @@ async def test_two_instances_hold_10_per_second_per_identity_under_200_per_secon
     assert 20 <= len(admitted) <= 10 * (span + 1) + 1, (len(admitted), span)
     assert len(heavy_results) == 600 and len(refused) >= 500
     assert all(not r.get("isError") for r in light_results) and len(light_results) == 12
+
+
+@tool(visible_to=lambda ctx: False)
+async def hidden_tool() -> str:
+    """Seen by nobody."""
+    return "hidden"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_names_the_caller_cannot_call_share_one_key(era: str) -> None:
+    app = McpApp("rl", tools=[ping_tool, other_tool, hidden_tool], settings=Settings.from_env({}),
+                 middleware=[RateLimit(2, per=60, key=("identity", "tool"))])
+    async with McpTestClient(app, era=era) as c:
+        for name in ("made-up-1", "hidden_tool"):  # an unknown name and a hidden one: one bucket, the unknown
+            with pytest.raises(McpError) as e:
+                await c.call_tool(name)
+            assert e.value.data["reason"] == "unknown_tool"
+        err = tool_error(await c.call_tool("made-up-2"))
+        assert err is not None and err["code"] == JsonRpcErrorCode.RateLimited
+        assert [(await c.call_tool("ping_tool"))["content"][0]["text"] for _ in range(2)] == ["pong", "pong"]
+        assert (await c.call_tool("other_tool"))["content"][0]["text"] == "other"
+    windows = app.stack.middleware[0].windows
+    assert isinstance(windows, MemoryWindows) and len(windows) == 3  # ping_tool, other_tool, the unknown
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # ~13 s of CPU, many times that in wall time on a loaded machine
+async def test_the_100000_made_up_names_attack_neither_resets_a_window_nor_slows_batches() -> None:
+    # A store of 10,000 keys: made-up names would fill it after a tenth of the attack. An hour's
+    # window: however long the attack takes here, the caller's window is still live at its end.
+    limiter = RateLimit(3, per=3600, key=("identity", "tool"), windows=MemoryWindows(max_keys=10_000))
+    app = McpApp("rl", tools=[ping_tool], settings=Settings.from_env({}, max_batch_messages=500),
+                 middleware=[limiter])
+    async with McpTestClient(app, protocol_version="2025-03-26") as c:
+        assert [(await c.call_tool("ping_tool"))["content"][0]["text"] for _ in range(3)] == ["pong"] * 3
+        names = (f"made-up-{secrets.token_hex(6)}" for _ in range(100_000))
+        ids = itertools.count(1000)
+        took = []
+        for _ in range(200):
+            batch = [{"jsonrpc": "2.0", "id": next(ids), "method": "tools/call",
+                      "params": {"name": next(names), "arguments": {}}} for _ in range(500)]
+            started = time.process_time()  # the client runs in this loop too: CPU time, not wall time
+            r = await c.post(batch, c.headers())
+            took.append(time.process_time() - started)
+            assert r.status_code == 200 and len(r.json()) == 500
+        err = tool_error(await c.call_tool("ping_tool"))
+        assert err is not None and err["code"] == JsonRpcErrorCode.RateLimited  # the caller's window held
+    assert isinstance(limiter.windows, MemoryWindows) and len(limiter.windows) == 2
+    first, last = sorted(took[:20])[10], sorted(took[-20:])[10]
+    print(f"a batch of 500 made-up names: median {first * 1000:.1f} ms CPU in the first 20 batches, "
+          f"{last * 1000:.1f} ms in the last 20")
+    # Flat: the last batches cost what the first did (before, each new key scanned every key
+    # once the store was full: a batch of 100 went from 6 ms to 500-740 ms).
+    assert last <= 2 * first + 0.010, (first, last)
+
+
+async def test_memory_windows_never_evict_a_live_window_and_make_room_in_constant_time() -> None:
+    clock = Clock()
+    w = MemoryWindows(max_keys=100_000, clock=clock)
+
+    async def batch(prefix: str) -> tuple[float, list[int]]:
+        started = time.perf_counter()
+        out = [await w.hit(f"{prefix}-{i}", 1, 600_000) for i in range(100)]
+        return time.perf_counter() - started, out
+
+    assert await w.hit("mine", 1, 600_000) == 0
+    for i in range(99_999):
+        clock.now += 0.001  # 100 s to fill the store, every 10-minute window still live
+        await w.hit(f"other-{i}", 1, 600_000)
+    assert len(w) == 100_000
+    before = [(await batch(f"warm-{n}"))[0] for n in range(5)]  # full: refused, in constant time
+    took, answers = await batch("new")
+    assert all(500_000 - 1 <= a <= 500_000 + 1 for a in answers)  # until "mine", the oldest, ends
+    assert await w.hit("mine", 1, 600_000) > 0  # never evicted: its limit still holds
+    print(f"100 new keys into a full store: {took * 1000:.2f} ms (warm-up batches {min(before) * 1000:.2f} ms)")
+    assert took < 0.05, took  # scanning 100,000 keys per new key took 1-2 s for 100
+    clock.now = 700.0005  # "mine" ends: its room goes to the next new key, and only its room
+    assert await w.hit("next", 1, 600_000) == 0 and len(w) == 100_000
+    assert await w.hit("next-but-one", 1, 600_000) > 0
+    assert await w.hit("mine", 1, 600_000) > 0  # a new key once more: no room

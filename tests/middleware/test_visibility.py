@@ -254,3 +254,92 @@ async def test_a_named_list_change_on_a_2025_get_stream() -> None:
                 await feed.close()
     finally:
         await app.shutdown()
+
+
+@tool
+async def touch(uri: str, ctx: Context) -> str:
+    """Tell subscribers that a resource changed."""
+    ctx.notify_resource_updated(uri)
+    return "touched"
+
+
+def touching_app() -> McpApp:
+    return McpApp("gated", tools=[public_echo, touch], resources=[ledger, rows, doc],
+                  settings=Settings.from_env({}, auth_mode="jwt", auth_secret_key=SECRET))
+
+
+HIDDEN = ["admin://ledger", "admin://rows/1"]
+
+
+async def test_a_2025_subscription_to_a_hidden_resource_is_answered_as_an_unknown_one_and_never_delivered() -> None:
+    app = touching_app()
+    await app.startup()
+    try:
+        async with McpTestClient(app, headers=bearer("")) as user, \
+                McpTestClient(app, headers=bearer("admin:read")) as admin:
+            unknown = await user.request("resources/subscribe", {"uri": "nothing://here"})
+            for uri in [*HIDDEN, "pub://doc"]:
+                assert await user.request("resources/subscribe", {"uri": uri}) == unknown
+                await admin.request("resources/subscribe", {"uri": uri})
+            # on the request's own stream: the caller's handler touches a hidden resource
+            for uri in HIDDEN:
+                assert (await user.call_tool("touch", {"uri": uri}))["content"][0]["text"] == "touched"
+            assert not [m for m in user.messages if m["method"] == "notifications/resources/updated"]
+            await admin.call_tool("touch", {"uri": HIDDEN[0]})
+            assert [m["params"]["uri"] for m in admin.messages] == [HIDDEN[0]]
+            # on the GET stream: updates published by the app
+            feeds = []
+            for c in (user, admin):
+                h = c.headers()
+                h["accept"] = "text/event-stream"
+                h.pop("content-type")
+                feeds.append(Feed(await c.http.send(c.http.build_request("GET", c.url, headers=h), stream=True)))
+            u, a = feeds
+            try:
+                await asyncio.sleep(0.1)  # the streams subscribe to the bus once open
+                for uri in [*HIDDEN, "pub://doc"]:
+                    await app.notify.resource_updated(uri)
+                assert [(await a.next() or {}).get("params", {}).get("uri") for _ in range(3)] == [*HIDDEN, "pub://doc"]
+                assert (await u.next() or {}).get("params") == {"uri": "pub://doc"}
+                assert await u.next(0.3) is None
+            finally:
+                await u.close()
+                await a.close()
+    finally:
+        await app.shutdown()
+
+
+async def _listen_to(c: McpTestClient, rid: str, uris: list[str]) -> tuple[Feed, dict[str, Any]]:
+    params = c.envelope({"notifications": {"resourceSubscriptions": uris}})
+    body = orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": params})
+    req = c.http.build_request("POST", c.url, content=body, headers=c.headers("subscriptions/listen", params))
+    feed = Feed(await c.http.send(req, stream=True))
+    ack = await feed.next()
+    assert ack is not None and ack["method"] == "notifications/subscriptions/acknowledged"
+    return feed, ack["params"]["notifications"]
+
+
+async def test_a_listen_filter_naming_a_hidden_resource_is_acknowledged_as_an_unknown_one_and_never_delivered() -> None:
+    app = touching_app()
+    await app.startup()
+    try:
+        async with McpTestClient(app, era="modern", headers=bearer("")) as user, \
+                McpTestClient(app, era="modern", headers=bearer("admin:read")) as admin:
+            asked = ["nothing://here", *HIDDEN, "pub://doc"]
+            u, u_ack = await _listen_to(user, "lu", asked)
+            a, a_ack = await _listen_to(admin, "la", asked)
+            try:
+                assert u_ack == a_ack == {"resourceSubscriptions": asked}  # hidden URIs echoed as unknown ones are
+                for uri in HIDDEN:
+                    await user.call_tool("touch", {"uri": uri})  # a handler of the caller's own request
+                    await app.notify.resource_updated(uri)
+                await app.notify.resource_updated("pub://doc")
+                got = [(await a.next() or {}).get("params", {}).get("uri") for _ in range(5)]
+                assert got == [HIDDEN[0], HIDDEN[0], HIDDEN[1], HIDDEN[1], "pub://doc"]
+                assert (await u.next() or {}).get("params", {}).get("uri") == "pub://doc"
+                assert await u.next(0.3) is None
+            finally:
+                await u.close()
+                await a.close()
+    finally:
+        await app.shutdown()

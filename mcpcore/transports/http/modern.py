@@ -8,7 +8,7 @@ from typing import Any
 
 from ...asgi_types import Receive, Send
 from ...context import Inbound
-from ...errors import JsonRpcErrorCode, McpError
+from ...errors import JsonRpcErrorCode, McpError, quoted
 from ...protocol.envelope import check_headers
 from ...protocol.jsonrpc import error_response
 from ...protocol.versions import Era
@@ -62,7 +62,7 @@ class ModernPost:
             return
         if not self.dispatcher.supports(method, Era.MODERN):
             await json_response(send, 404, error_response(rid, error_object(
-                JsonRpcErrorCode.MethodNotFound, f"Method not found: {method[:100]}", {"requestId": req.request_id})))
+                JsonRpcErrorCode.MethodNotFound, f"Method not found: {quoted(method)}", {"requestId": req.request_id})))
             return
         exchange = HttpExchange(send, ctx.keepalive_s, None, None, ctx.queue_max)
         req.outbound = exchange

@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 
 from ...asgi_types import Receive, Send
 from ...context import Inbound
-from ...errors import JsonRpcErrorCode, McpError
+from ...errors import JsonRpcErrorCode, McpError, quoted
 from ...protocol.jsonrpc import InvalidMessage, bounded_batch, classify_message, error_response
 from ...protocol.versions import SUPPORTED_VERSIONS, supports_batches
 from ...sessions.base import SessionRecord, is_session_id, new_session_id
@@ -128,7 +128,7 @@ class SessionPost:
         raw_pv = headers.get(b"mcp-protocol-version")
         if raw_pv is not None and raw_pv not in SUPPORTED_VERSION_BYTES and not headers.version_ok():
             await error(send, 400, JsonRpcErrorCode.InvalidRequest,
-                        f"Bad Request: unsupported MCP-Protocol-Version {raw_pv.decode('latin-1')[:40]!r}.", rid,
+                        f"Bad Request: unsupported MCP-Protocol-Version {quoted(raw_pv.decode('latin-1'))!r}.", rid,
                         data={"supported": list(SUPPORTED_VERSIONS)})
             return
         if kind == "request" and msg["method"] == "initialize":
@@ -264,7 +264,7 @@ class SessionPost:
             headers.text(b"mcp-protocol-version") or "2025-03-26").strip()
         if not supports_batches(version):
             await error(send, 400, JsonRpcErrorCode.InvalidRequest,
-                        f"Bad Request: JSON-RPC batches are not part of protocol {version[:40]}.")
+                        f"Bad Request: JSON-RPC batches are not part of protocol {quoted(version)}.")
             return
         cap = self.rt.settings.max_batch_messages
         if len(msgs) > cap:
