@@ -110,13 +110,13 @@ class Streams:
         writer = SseWriter(send, [(b"mcp-session-id", record.id.encode())], self.ctx.keepalive_s)
         events = self.ctx.buffering.follow(record.id, stream_id, after)
         gone = asyncio.get_running_loop().create_task(until_disconnect(receive))
+        nxt: asyncio.Future[tuple[str, bytes]] | None = None
         try:
             await writer.start()
             while True:
                 nxt = asyncio.ensure_future(anext(events))
                 done, _ = await asyncio.wait({nxt, gone}, return_when=asyncio.FIRST_COMPLETED)
                 if nxt not in done:
-                    nxt.cancel()
                     break
                 try:
                     eid, data = nxt.result()
@@ -129,6 +129,9 @@ class Streams:
                     await writer.write(event(data, eid))
         finally:
             gone.cancel()
+            if nxt is not None and not nxt.done():  # the client left: end the pending read, then close the reader
+                nxt.cancel()
+                await asyncio.wait({nxt})
             await events.aclose()
             await writer.close()
 
