@@ -35,8 +35,8 @@ MEANINGS: dict[str, str] = {
                                "(`0`: no cap).",
     "MCP_HTTP_MAX_JSON_DEPTH": "Deepest JSON nesting accepted in a message (2 to 10000).",
     "MCP_HTTP_MAX_HEADER_BYTES": "Largest request line plus header lines, as sent; a larger head is answered "
-                                 "431 and the connection closed (`mcpcore run`; see docs/deployment.md for "
-                                 "plain uvicorn).",
+                                 "431 and the connection closed (`mcpcore run` and plain uvicorn; see "
+                                 "docs/deployment.md).",
     "MCP_HTTP_MAX_HEADERS": "Most header lines in one request; more are answered 431 and the connection closed.",
     "MCP_HTTP_HEADER_TIMEOUT_MS": "Time a client has to send a request's line and headers (from connecting, for "
                                   "its first request); then 408 and the connection closes (silently if it "
