@@ -188,6 +188,7 @@ class Settings:
     resumability_max_total_bytes: int = _env("MCP_HTTP_RESUMABILITY_MAX_TOTAL_BYTES", _int(1024), 268_435_456)
     max_streams_per_session: int = _env("MCP_HTTP_MAX_STREAMS_PER_SESSION", _int(1, 1000), 8)
     stream_queue_max: int = _env("MCP_HTTP_STREAM_QUEUE_MAX", _int(16), 1000)
+    max_streams_per_identity: int | None = _env("MCP_HTTP_MAX_STREAMS_PER_IDENTITY", _int(1), None)
     # Tasks (see docs/tasks.md).
     tasks_ttl_ms: int = _env("MCP_TASKS_TTL_MS", _int(1000), 3_600_000)
     tasks_max_ttl_ms: int = _env("MCP_TASKS_MAX_TTL_MS", _int(1000), 86_400_000)
@@ -224,6 +225,14 @@ class Settings:
     def variables() -> list[tuple[str, str, Any]]:
         """``(variable, field, default)`` for every setting, for docs and ``--help``."""
         return [(f.metadata["env"], f.name, f.default) for f in fields(Settings) if "env" in f.metadata]
+
+    def streams_per_caller(self) -> int:
+        """Most long-lived streams one caller may hold open in this process:
+        ``MCP_HTTP_MAX_STREAMS_PER_IDENTITY``, by default a quarter of ``MCP_HTTP_MAX_CONNECTIONS``
+        and at most 32, so one caller never holds every connection."""
+        if self.max_streams_per_identity is not None:
+            return self.max_streams_per_identity
+        return max(1, min(32, self.http_max_connections // 4))
 
     def resolve_session_mode(self, declared: SessionMode) -> str:
         """The effective 2025-era session mode: the variable wins over the code's default.

@@ -149,6 +149,11 @@ MEANINGS: dict[str, str] = {
                                         "409.",
     "MCP_HTTP_STREAM_QUEUE_MAX": "Most messages waiting for a client that does not read; past it the "
                                  "stream is dropped (the client may resume from the event buffer).",
+    "MCP_HTTP_MAX_STREAMS_PER_IDENTITY": "Most long-lived streams (`subscriptions/listen`, GET streams, "
+                                         "HTTP+SSE streams) one caller holds open per process (an identity; "
+                                         "with auth off, a source address); more are answered 503 with "
+                                         "`Retry-After`. Unset: a quarter of `MCP_HTTP_MAX_CONNECTIONS`, at "
+                                         "most 32.",
     "MCP_TASKS_TTL_MS": "How long a task and its result are kept after it was created (a tool's "
                         "`TaskSupport(ttl_ms=...)` overrides it); then it is gone (docs/tasks.md).",
     "MCP_TASKS_MAX_TTL_MS": "Longest lifetime a 2025-11-25 client may ask for with `params.task.ttl`.",

@@ -17,9 +17,10 @@ from urllib.parse import parse_qs
 from .. import _json
 from ..asgi_types import Receive, Scope, Send
 from ..context import AuthInfo
-from ..errors import JsonRpcErrorCode, error_object
+from ..errors import JsonRpcErrorCode, McpError, error_object
 from ..protocol.jsonrpc import error_response, too_deep
 from ..runtime import Runtime
+from ..sessions.streams import caller_of
 from .authn import Identity, identity_of, tenant_of
 from .exchange import json_response
 from .guard import BodyTooLarge, accepts, read_body
@@ -126,6 +127,20 @@ class HttpSseTransport:
             body = error_response(None, error_object(JsonRpcErrorCode.ServiceUnavailable, full))
             await json_response(send, 503, body, [(b"retry-after", b"5")])
             return
+        callers = self.rt.dispatcher.core.streams
+        caller = caller_of(auth, scope)
+        try:
+            callers.take(caller)
+        except McpError as exc:
+            await json_response(send, 503, error_response(None, exc.to_wire()))
+            return
+        try:
+            await self._serve_stream(scope, receive, send, auth, identity)
+        finally:
+            callers.give(caller)
+
+    async def _serve_stream(self, scope: Scope, receive: Receive, send: Send, auth: AuthInfo | None,
+                            identity: Identity | None) -> None:
         cid = secrets.token_hex(16)
         channel = _QueueChannel()
         pump = MessagePump(self.rt, channel, origin=f"sse:{cid}", auth=auth, tenant_id=tenant_of(self.rt, auth),
