@@ -140,6 +140,7 @@ class Settings:
     resumability_ttl_ms: int = _env("MCP_HTTP_RESUMABILITY_TTL_MS", _int(1000), 300_000)
     sse_retry_ms: int = _env("MCP_HTTP_SSE_RETRY_MS", _int(0), 1000)
     http_sse: bool = _env("MCP_HTTP_LEGACY_SSE", _bool, False)
+    http_sse_max_in_flight: int = _env("MCP_HTTP_LEGACY_SSE_MAX_IN_FLIGHT", _int(1, 10_000), 64)
     list_page_size: int = _env("MCP_LIST_PAGE_SIZE", _int(1, 10_000), 100)
     max_input_rounds: int = _env("MCP_MAX_INPUT_ROUNDS", _int(1, 100), 10)
     client_request_timeout_ms: int = _env("MCP_CLIENT_REQUEST_TIMEOUT_MS", _int(100), 300_000)

@@ -70,6 +70,9 @@ MEANINGS: dict[str, str] = {
     "MCP_HTTP_SSE_RETRY_MS": "`retry:` value sent in the priming event of resumable streams (2025-11-25 "
                              "clients).",
     "MCP_HTTP_LEGACY_SSE": "Also serve the 2024-11-05 HTTP+SSE transport at `/sse` and `/messages`.",
+    "MCP_HTTP_LEGACY_SSE_MAX_IN_FLIGHT": "Most requests one HTTP+SSE connection has running at once; a "
+                                         "`POST /messages` with more is answered 503 with `Retry-After` "
+                                         "(answers to the server's own requests are always taken).",
     "MCP_LIST_PAGE_SIZE": "Items per page of `tools/list`, `prompts/list`, `resources/list` and "
                           "`resources/templates/list`.",
     "MCP_MAX_INPUT_ROUNDS": "Most `ctx.request_input` rounds the framework drives for one 2025-era request "
@@ -147,8 +150,9 @@ MEANINGS: dict[str, str] = {
     "MCP_HTTP_MAX_STREAMS_PER_SESSION": "Most GET streams (standalone and `Last-Event-ID` resumes) one "
                                         "session holds open, across instances with Redis; more are answered "
                                         "409.",
-    "MCP_HTTP_STREAM_QUEUE_MAX": "Most messages waiting for a client that does not read; past it the "
-                                 "stream is dropped (the client may resume from the event buffer).",
+    "MCP_HTTP_STREAM_QUEUE_MAX": "Most messages waiting for a client that does not read, per stream (HTTP+SSE "
+                                 "streams too); past it the stream is dropped (the client may resume from the "
+                                 "event buffer; an HTTP+SSE session ends).",
     "MCP_HTTP_MAX_STREAMS_PER_IDENTITY": "Most long-lived streams (`subscriptions/listen`, GET streams, "
                                          "HTTP+SSE streams) one caller holds open per process (an identity; "
                                          "with auth off, a source address); more are answered 503 with "
