@@ -177,6 +177,9 @@ class Settings:
         "OAUTH_INTROSPECTION_CLIENT_SECRET", _secret, None)
     oauth_introspection_cache_ttl_ms: int = _env("OAUTH_INTROSPECTION_CACHE_TTL_MS", _int(0), 60_000)
     oauth_introspection_timeout_ms: int = _env("OAUTH_INTROSPECTION_TIMEOUT_MS", _int(1, 600_000), 5_000)
+    oauth_introspection_max_calls: int = _env("OAUTH_INTROSPECTION_MAX_CALLS", _int(1, 10_000), 64)
+    oauth_introspection_max_calls_per_source: int = _env("OAUTH_INTROSPECTION_MAX_CALLS_PER_SOURCE",
+                                                         _int(1, 10_000), 8)
     server_resource_identifier: str | None = _env("MCP_SERVER_RESOURCE_IDENTIFIER", _str, None)
     auth_disable_scope_checks: bool = _env("MCP_AUTH_DISABLE_SCOPE_CHECKS", _bool, False)
     # Ceilings on what a caller sends (see docs/security.md).

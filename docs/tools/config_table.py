@@ -128,6 +128,14 @@ MEANINGS: dict[str, str] = {
                                         "(never past its `exp`; inactive ones at most 30 s; `0`: ask every "
                                         "time).",
     "OAUTH_INTROSPECTION_TIMEOUT_MS": "`introspection` mode: deadline of one call to the endpoint (then 503).",
+    "OAUTH_INTROSPECTION_MAX_CALLS": "`introspection` mode: most calls to the endpoint at once (its connection "
+                                     "pool); sources no active token came from within the last hour share "
+                                     "three quarters of them. A token that would need one more is answered 503 "
+                                     "with `Retry-After` at once.",
+    "OAUTH_INTROSPECTION_MAX_CALLS_PER_SOURCE": "`introspection` mode: most calls to the endpoint at once for "
+                                                "tokens from one source address (cached tokens and requests "
+                                                "sharing a call do not count); one more is answered 503 with "
+                                                "`Retry-After`.",
     "MCP_SERVER_RESOURCE_IDENTIFIER": "This server's resource identifier (RFC 8707): tokens must name it in "
                                       "`resource` or `aud`; also the `resource` of the metadata document.",
     "MCP_AUTH_DISABLE_SCOPE_CHECKS": "Verify tokens but skip declared and `check_scopes` scope checks (never in "
