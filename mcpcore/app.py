@@ -25,7 +25,7 @@ from .security.sealing import RequestStateSealer
 from .server.dispatcher import Dispatcher
 from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
-from .serving import connection_close, lifespan_protocol, serve
+from .serving import apply_http_limits, connection_close, lifespan_protocol, serve
 from .side_routes import SideRoutes
 from .stack import AppState, Stack, authenticator_for, open_layers, setup_context
 from .storage.base import StorageProvider
@@ -167,6 +167,7 @@ class McpApp:
         self._start_lock: asyncio.Lock | None = None
         self._exit: contextlib.AsyncExitStack | None = None
         self._mode: str | None = None
+        self._server_checked = False  # the lifespan put the HTTP ceilings on the server (or said it cannot)
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -328,7 +329,9 @@ class McpApp:
             if not self._started:
                 await self._ensure_started()
             http = self._http
-            if http is None:
+            if http is None:  # the first request: the lifespan may not have run (--lifespan off, a host app)
+                if not self._server_checked:
+                    apply_http_limits(receive, at_startup=False)
                 http = self._http = HttpTransport(self._runtime(), self.stack)
             path = scope["path"]
             root = scope.get("root_path", "")
@@ -343,6 +346,7 @@ class McpApp:
             else:
                 await self._side(scope, send, path, root)
         elif kind == "lifespan":
+            self._server_checked = True
             await lifespan_protocol(self, receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1008})

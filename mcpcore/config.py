@@ -140,6 +140,7 @@ class Settings:
     resumability_ttl_ms: int = _env("MCP_HTTP_RESUMABILITY_TTL_MS", _int(1000), 300_000)
     sse_retry_ms: int = _env("MCP_HTTP_SSE_RETRY_MS", _int(0), 1000)
     http_sse: bool = _env("MCP_HTTP_LEGACY_SSE", _bool, False)
+    http_sse_max_in_flight: int = _env("MCP_HTTP_LEGACY_SSE_MAX_IN_FLIGHT", _int(1, 10_000), 64)
     list_page_size: int = _env("MCP_LIST_PAGE_SIZE", _int(1, 10_000), 100)
     max_input_rounds: int = _env("MCP_MAX_INPUT_ROUNDS", _int(1, 100), 10)
     client_request_timeout_ms: int = _env("MCP_CLIENT_REQUEST_TIMEOUT_MS", _int(100), 300_000)
@@ -176,6 +177,9 @@ class Settings:
         "OAUTH_INTROSPECTION_CLIENT_SECRET", _secret, None)
     oauth_introspection_cache_ttl_ms: int = _env("OAUTH_INTROSPECTION_CACHE_TTL_MS", _int(0), 60_000)
     oauth_introspection_timeout_ms: int = _env("OAUTH_INTROSPECTION_TIMEOUT_MS", _int(1, 600_000), 5_000)
+    oauth_introspection_max_calls: int = _env("OAUTH_INTROSPECTION_MAX_CALLS", _int(1, 10_000), 64)
+    oauth_introspection_max_calls_per_source: int = _env("OAUTH_INTROSPECTION_MAX_CALLS_PER_SOURCE",
+                                                         _int(1, 10_000), 8)
     server_resource_identifier: str | None = _env("MCP_SERVER_RESOURCE_IDENTIFIER", _str, None)
     auth_disable_scope_checks: bool = _env("MCP_AUTH_DISABLE_SCOPE_CHECKS", _bool, False)
     # Ceilings on what a caller sends (see docs/security.md).
@@ -188,6 +192,7 @@ class Settings:
     resumability_max_total_bytes: int = _env("MCP_HTTP_RESUMABILITY_MAX_TOTAL_BYTES", _int(1024), 268_435_456)
     max_streams_per_session: int = _env("MCP_HTTP_MAX_STREAMS_PER_SESSION", _int(1, 1000), 8)
     stream_queue_max: int = _env("MCP_HTTP_STREAM_QUEUE_MAX", _int(16), 1000)
+    max_streams_per_identity: int | None = _env("MCP_HTTP_MAX_STREAMS_PER_IDENTITY", _int(1), None)
     # Tasks (see docs/tasks.md).
     tasks_ttl_ms: int = _env("MCP_TASKS_TTL_MS", _int(1000), 3_600_000)
     tasks_max_ttl_ms: int = _env("MCP_TASKS_MAX_TTL_MS", _int(1000), 86_400_000)
@@ -227,6 +232,14 @@ class Settings:
     def variables() -> list[tuple[str, str, Any]]:
         """``(variable, field, default)`` for every setting, for docs and ``--help``."""
         return [(f.metadata["env"], f.name, f.default) for f in fields(Settings) if "env" in f.metadata]
+
+    def streams_per_caller(self) -> int:
+        """Most long-lived streams one caller may hold open in this process:
+        ``MCP_HTTP_MAX_STREAMS_PER_IDENTITY``, by default a quarter of ``MCP_HTTP_MAX_CONNECTIONS``
+        and at most 32, so one caller never holds every connection."""
+        if self.max_streams_per_identity is not None:
+            return self.max_streams_per_identity
+        return max(1, min(32, self.http_max_connections // 4))
 
     def resolve_session_mode(self, declared: SessionMode) -> str:
         """The effective 2025-era session mode: the variable wins over the code's default.

@@ -16,8 +16,8 @@ from .config import Settings
 from .errors import ConfigurationError
 from .logs import configure_logging
 
-__all__ = ["Servable", "connection_close", "endpoint_url", "lifespan_protocol", "serve", "serving_line",
-           "settings_of"]
+__all__ = ["NAMED_PROTOCOL", "Servable", "apply_http_limits", "connection_close", "endpoint_url",
+           "lifespan_protocol", "serve", "serving_line", "settings_of"]
 
 log = logging.getLogger("mcpcore.cli")
 
@@ -48,10 +48,12 @@ class Startable(Protocol):
 
 
 async def lifespan_protocol(app: Startable, receive: Receive, send: Send) -> None:
-    """Answer the ASGI lifespan messages with ``app``'s startup and shutdown."""
+    """Answer the ASGI lifespan messages with ``app``'s startup and shutdown (first putting the
+    HTTP ceilings on the server that runs the lifespan: :func:`apply_http_limits`)."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
+            apply_http_limits(receive, at_startup=True)
             try:
                 await app.startup()
             except Exception as exc:
@@ -63,6 +65,60 @@ async def lifespan_protocol(app: Startable, receive: Receive, send: Send) -> Non
             await app.shutdown()
             await send({"type": "lifespan.shutdown.complete"})
             return
+
+
+NAMED_PROTOCOL = "--http mcpcore.http_limits:LimitedHttpToolsProtocol"
+"""How plain uvicorn is told to serve with the HTTP ceilings."""
+
+
+def _uvicorn_config(receive: Receive) -> Any:
+    """The ``uvicorn.Config`` of the uvicorn whose ``receive`` this is (its lifespan's, or a
+    request's, whose cycle reports to the connection's protocol), else ``None``."""
+    owner = getattr(receive, "__self__", None)
+    config = getattr(owner, "config", None)
+    if config is None:
+        protocol = getattr(getattr(owner, "on_response", None), "__self__", None)
+        config = getattr(protocol, "config", None)
+    if config is None:
+        return None
+    from uvicorn import Config
+
+    return config if isinstance(config, Config) else None
+
+
+def apply_http_limits(receive: Receive, *, at_startup: bool) -> bool:
+    """Have the uvicorn that serves the app (found through ``receive``) build its connections
+    with :class:`~mcpcore.http_limits.LimitedHttpToolsProtocol`: header caps, read deadlines and
+    the connection bound (uvicorn reads its protocol class per connection, so this holds for
+    every connection accepted from now on). Under uvicorn's httptools protocol (its default)
+    they are applied; under another protocol (``--http h11``, your own) or, at startup, another
+    server, a warning names how to get them. Returns whether the limits are in force."""
+    config = _uvicorn_config(receive)
+    if config is None:
+        if at_startup:
+            log.warning("mcpcore cannot tell which server runs it: the HTTP ceilings (MCP_HTTP_MAX_HEADER_BYTES, "
+                        "MCP_HTTP_HEADER_TIMEOUT_MS, MCP_HTTP_MAX_CONNECTIONS, ...) are enforced only by `mcpcore "
+                        "run` or `uvicorn %s`; otherwise enforce them in front (a reverse proxy)", NAMED_PROTOCOL)
+        return False
+    served = getattr(config, "http_protocol_class", None)
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        from .http_limits import LimitedHttpToolsProtocol
+    except ImportError:  # no httptools: uvicorn serves with h11
+        HttpToolsProtocol = LimitedHttpToolsProtocol = None  # type: ignore[assignment,misc]
+    if LimitedHttpToolsProtocol is not None and isinstance(served, type):
+        if issubclass(served, LimitedHttpToolsProtocol):
+            return True
+        if served is HttpToolsProtocol:
+            config.http_protocol_class = LimitedHttpToolsProtocol
+            log.info("uvicorn serves this app with mcpcore's HTTP ceilings (mcpcore.http_limits)")
+            return True
+    name = getattr(served, "__name__", repr(served))
+    log.warning("uvicorn serves this app with %s: the HTTP ceilings (MCP_HTTP_MAX_HEADER_BYTES, "
+                "MCP_HTTP_HEADER_TIMEOUT_MS, MCP_HTTP_MAX_CONNECTIONS, ...) are not enforced; serve it with "
+                "`mcpcore run` or `uvicorn %s` (httptools installed)", name, NAMED_PROTOCOL)
+    return False
 
 
 def settings_of(app: Any) -> Settings:

@@ -39,6 +39,9 @@ __all__ = ["Stores", "redis_client", "state_provider", "uses_request_input"]
 
 log = logging.getLogger("mcpcore.app")
 
+READINESS_CACHE_S = 0.5
+"""How long ``/readyz`` reuses the stores' answer: a burst of probes costs Redis one write."""
+
 
 class Stores:
     """Sessions, the resumable event buffer, the bus, the stream slots and the tasks of one app.
@@ -62,6 +65,8 @@ class Stores:
         self._memory_sessions: MemorySessionStore | None = None
         self._redis_sessions: RedisSessionStore | None = None
         self._redis_bus: RedisBus | None = None
+        self._ready: tuple[float, dict[str, str]] | None = None  # (reusable until, the stores' checks)
+        self._checking: asyncio.Task[dict[str, str]] | None = None
         if self.shared:
             self.redis = redis_client(s)
             from .bus.redis import RedisBus
@@ -134,8 +139,24 @@ class Stores:
 
     async def readiness(self, state_ping: Callable[[], Awaitable[Any]] | None,
                         started: bool) -> tuple[bool, dict[str, str]]:
-        """Whether every store answers: ``(ready, {part: "ok" | reason})`` (``state_ping``: the
-        ``ctx.state`` provider's, once it is open)."""
+        """Whether every store takes a write: ``(ready, {part: "ok" | reason})`` (``state_ping``:
+        the ``ctx.state`` provider's check, once it is open). The stores' answer is reused for
+        :data:`READINESS_CACHE_S`, and probes that arrive while it is being checked share the check."""
+        loop = asyncio.get_running_loop()
+        ready = self._ready
+        if ready is None or loop.time() >= ready[0]:
+            checking = self._checking
+            if checking is None:
+                checking = self._checking = loop.create_task(self._check(state_ping))
+            checks = await asyncio.shield(checking)
+        else:
+            checks = ready[1]
+        checks = dict(checks)
+        if not started:
+            checks["app"] = "not started"
+        return all(v == "ok" for v in checks.values()), checks
+
+    async def _check(self, state_ping: Callable[[], Awaitable[Any]] | None) -> dict[str, str]:
         checks: dict[str, str] = {}
 
         async def probe(name: str, fn: Any) -> None:
@@ -145,12 +166,14 @@ class Stores:
             except Exception as exc:
                 checks[name] = getattr(exc, "message", None) or type(exc).__name__
 
-        if state_ping is not None:
-            await probe("state", state_ping)
-        await self.probe(probe, checks)
-        if not started:
-            checks["app"] = "not started"
-        return all(v == "ok" for v in checks.values()), checks
+        try:
+            if state_ping is not None:
+                await probe("state", state_ping)
+            await self.probe(probe, checks)
+        finally:
+            self._checking = None
+        self._ready = (asyncio.get_running_loop().time() + READINESS_CACHE_S, checks)
+        return checks
 
     async def sweep_forever(self) -> None:
         """Run :meth:`sweep` every :attr:`sweep_period` seconds until cancelled."""
@@ -175,7 +198,7 @@ class Stores:
 
     async def probe(self, check: Callable[[str, Callable[[], Awaitable[None]]], Awaitable[None]],
                     checks: dict[str, str]) -> None:
-        """Add the session store's and the bus's readiness to ``checks``."""
+        """Add the session store's readiness (a write) and the bus's to ``checks``."""
         if self._redis_sessions is not None:
             await check("sessions", self._redis_sessions.ping)
         if self._redis_bus is not None:

@@ -12,12 +12,22 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 PROCESSES: dict[str, subprocess.Popen[bytes]] = {}
 """The process serving each URL :func:`run_server` yielded (for tests that kill instances)."""
+LOGS: dict[str, Any] = {}
+"""The log file (stderr) of the server at each base URL :func:`serve` yielded; see :func:`server_log`."""
+
+
+def server_log(url: str) -> str:
+    """What the server serving ``url`` (its base URL or any URL below it) wrote to stderr so far."""
+    base = str(httpx.URL(url).copy_with(path="/", query=None)).rstrip("/")
+    fd = LOGS[base].fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")  # the server's offset stays
 
 
 def free_port() -> int:
@@ -28,16 +38,21 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def serve(target: str, env: dict[str, str] | None = None, port: int | None = None,
-          health_path: str = "/healthz") -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """Serve any ASGI app ``target`` with ``mcpcore run`` on a free loopback port until
-    ``health_path`` answers 200; yields the base URL and the process, stopped by PID at the end
-    (SIGTERM, then SIGKILL after 10 s)."""
+          health_path: str = "/healthz", uvicorn: list[str] | None = None,
+          ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Serve any ASGI app ``target`` with ``mcpcore run`` (or, given ``uvicorn``, with plain
+    ``uvicorn`` and those options) on a free loopback port until ``health_path`` answers 200;
+    yields the base URL and the process, stopped by PID at the end (SIGTERM, then SIGKILL after
+    10 s). Its stderr is kept: :func:`server_log`."""
     port = port or free_port()
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
-    proc = subprocess.Popen([sys.executable, "-m", "mcpcore", "run", target, "--host", "127.0.0.1", "--port",
-                             str(port)], cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=log)
+    command = [sys.executable, "-m", "mcpcore", "run", target] if uvicorn is None else \
+        [sys.executable, "-m", "uvicorn", target, *uvicorn]
+    proc = subprocess.Popen([*command, "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, env=full_env,
+                            stdout=log if uvicorn is not None else subprocess.DEVNULL, stderr=log)
     base = f"http://127.0.0.1:{port}"
+    LOGS[base] = log
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -62,6 +77,7 @@ def serve(target: str, env: dict[str, str] | None = None, port: int | None = Non
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        LOGS.pop(base, None)
         log.close()
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from mcpcore.testing import McpTestClient, parse_sse
 
-from .servers import run_server
+from .servers import run_server, server_log
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -96,3 +96,28 @@ async def test_legacy_disconnect_is_not_cancellation(url: str) -> None:
                 break
             await asyncio.sleep(0.05)
         assert r["structuredContent"]["result"] == "completed"
+
+
+async def test_leaving_a_resumed_stream_logs_no_traceback(url: str) -> None:
+    """A client that drops a ``Last-Event-ID`` resumption while the server waits for the
+    stream's next event: the pending read is ended before the buffer's reader is closed (no
+    "aclose(): asynchronous generator is already running")."""
+    async with McpTestClient(url=url) as c:
+        await c.request("logging/setLevel", {"level": "info"})
+        body = {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                "params": {"name": "ticker", "arguments": {"run": "r17", "ticks": 60}}}
+        async with c.http.stream("POST", url, content=orjson.dumps(body), headers=c.headers()) as resp:
+            events = parse_sse(resp.aiter_lines())
+            await events.__anext__()  # the priming event
+            last = (await events.__anext__())["id"]
+        for _ in range(5):  # each resumption replays, then waits for the next tick: dropped meanwhile
+            resp, events = await c.open_stream(headers={"last-event-id": last})
+            last = (await asyncio.wait_for(events.__anext__(), 5))["id"]
+            await resp.aclose()
+            await asyncio.sleep(0.02)
+        for _ in range(100):
+            if (await c.call_tool("status", {"run": "r17"}))["structuredContent"]["result"] != "running":
+                break
+            await asyncio.sleep(0.05)
+    log = server_log(url)
+    assert "already running" not in log and "Traceback" not in log, log[log.find("Traceback") - 200:][:3000]

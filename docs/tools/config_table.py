@@ -35,8 +35,8 @@ MEANINGS: dict[str, str] = {
                                "(`0`: no cap).",
     "MCP_HTTP_MAX_JSON_DEPTH": "Deepest JSON nesting accepted in a message (2 to 10000).",
     "MCP_HTTP_MAX_HEADER_BYTES": "Largest request line plus header lines, as sent; a larger head is answered "
-                                 "431 and the connection closed (`mcpcore run`; see docs/deployment.md for "
-                                 "plain uvicorn).",
+                                 "431 and the connection closed (`mcpcore run` and plain uvicorn; see "
+                                 "docs/deployment.md).",
     "MCP_HTTP_MAX_HEADERS": "Most header lines in one request; more are answered 431 and the connection closed.",
     "MCP_HTTP_HEADER_TIMEOUT_MS": "Time a client has to send a request's line and headers (from connecting, for "
                                   "its first request); then 408 and the connection closes (silently if it "
@@ -70,6 +70,9 @@ MEANINGS: dict[str, str] = {
     "MCP_HTTP_SSE_RETRY_MS": "`retry:` value sent in the priming event of resumable streams (2025-11-25 "
                              "clients).",
     "MCP_HTTP_LEGACY_SSE": "Also serve the 2024-11-05 HTTP+SSE transport at `/sse` and `/messages`.",
+    "MCP_HTTP_LEGACY_SSE_MAX_IN_FLIGHT": "Most requests one HTTP+SSE connection has running at once; a "
+                                         "`POST /messages` with more is answered 503 with `Retry-After` "
+                                         "(answers to the server's own requests are always taken).",
     "MCP_LIST_PAGE_SIZE": "Items per page of `tools/list`, `prompts/list`, `resources/list` and "
                           "`resources/templates/list`.",
     "MCP_MAX_INPUT_ROUNDS": "Most `ctx.request_input` rounds the framework drives for one 2025-era request "
@@ -125,6 +128,14 @@ MEANINGS: dict[str, str] = {
                                         "(never past its `exp`; inactive ones at most 30 s; `0`: ask every "
                                         "time).",
     "OAUTH_INTROSPECTION_TIMEOUT_MS": "`introspection` mode: deadline of one call to the endpoint (then 503).",
+    "OAUTH_INTROSPECTION_MAX_CALLS": "`introspection` mode: most calls to the endpoint at once (its connection "
+                                     "pool); sources no active token came from within the last hour share "
+                                     "three quarters of them. A token that would need one more is answered 503 "
+                                     "with `Retry-After` at once.",
+    "OAUTH_INTROSPECTION_MAX_CALLS_PER_SOURCE": "`introspection` mode: most calls to the endpoint at once for "
+                                                "tokens from one source address (cached tokens and requests "
+                                                "sharing a call do not count); one more is answered 503 with "
+                                                "`Retry-After`.",
     "MCP_SERVER_RESOURCE_IDENTIFIER": "This server's resource identifier (RFC 8707): tokens must name it in "
                                       "`resource` or `aud`; also the `resource` of the metadata document.",
     "MCP_AUTH_DISABLE_SCOPE_CHECKS": "Verify tokens but skip declared and `check_scopes` scope checks (never in "
@@ -147,8 +158,14 @@ MEANINGS: dict[str, str] = {
     "MCP_HTTP_MAX_STREAMS_PER_SESSION": "Most GET streams (standalone and `Last-Event-ID` resumes) one "
                                         "session holds open, across instances with Redis; more are answered "
                                         "409.",
-    "MCP_HTTP_STREAM_QUEUE_MAX": "Most messages waiting for a client that does not read; past it the "
-                                 "stream is dropped (the client may resume from the event buffer).",
+    "MCP_HTTP_STREAM_QUEUE_MAX": "Most messages waiting for a client that does not read, per stream (HTTP+SSE "
+                                 "streams too); past it the stream is dropped (the client may resume from the "
+                                 "event buffer; an HTTP+SSE session ends).",
+    "MCP_HTTP_MAX_STREAMS_PER_IDENTITY": "Most long-lived streams (`subscriptions/listen`, GET streams, "
+                                         "HTTP+SSE streams) one caller holds open per process (an identity; "
+                                         "with auth off, a source address); more are answered 503 with "
+                                         "`Retry-After`. Unset: a quarter of `MCP_HTTP_MAX_CONNECTIONS`, at "
+                                         "most 32.",
     "MCP_TASKS_TTL_MS": "How long a task and its result are kept after it was created (a tool's "
                         "`TaskSupport(ttl_ms=...)` overrides it); then it is gone (docs/tasks.md).",
     "MCP_TASKS_MAX_TTL_MS": "Longest lifetime a 2025-11-25 client may ask for with `params.task.ttl`.",

@@ -25,7 +25,9 @@ class Authenticator(Protocol):
     """Verifies the ``Authorization`` header of one request.
 
     ``start()`` once before serving (opens the JWKS client, warms the key cache), ``close()`` at
-    shutdown. ``authenticate`` is safe to call concurrently.
+    shutdown. ``authenticate`` is safe to call concurrently. An authenticator may also have
+    ``async def authenticate_from(authorization, source)``: the door then calls it instead, with
+    the peer's address (``None`` when unknown).
     """
 
     mode: str

@@ -80,6 +80,8 @@ def create_authenticator(
             timeout=settings.oauth_introspection_timeout_ms / 1000,
             http_client=http_client,
             transport=transport,
+            max_calls=settings.oauth_introspection_max_calls,
+            per_source=settings.oauth_introspection_max_calls_per_source,
         )
         auth = VerifierAuthenticator(verifier, mode="introspection")
     else:

@@ -13,6 +13,14 @@ RFC 7662 introspection endpoint, with the answers cached.
   RFC 8707 check of the oauth mode applies.
 - An endpoint that cannot answer (timeout, connection error, non-200, not JSON) is 503 with
   ``Retry-After``: the token may be valid.
+- Strangers cannot starve known callers (:class:`CallBudget`): at most ``max_calls`` calls to
+  the endpoint run at once (``OAUTH_INTROSPECTION_MAX_CALLS``, also the connection pool's size),
+  at most ``per_source`` for tokens from one source address
+  (``OAUTH_INTROSPECTION_MAX_CALLS_PER_SOURCE``), and sources no active token came from within
+  the last hour share three quarters of ``max_calls``: the last quarter is kept for the sources
+  that did. A token that would need a call beyond a bound is answered 503 with ``Retry-After``
+  at once (it may be valid; nothing waits in a queue); tokens already cached, and requests
+  sharing a call in flight, never count.
 
 The cache holds a digest of each token (SHA-256), never the token, and at most ``max_entries``.
 """
@@ -22,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,12 +44,78 @@ from .claims import auth_info_from_claims, claim_strings, names_resource
 from .errors import AuthError
 from .oauth import check_url
 
-__all__ = ["IntrospectionVerifier"]
+__all__ = ["CallBudget", "IntrospectionVerifier"]
 
 log = logging.getLogger("mcpcore.auth")
 
 MAX_ANSWER_BYTES = 64 * 1024
 NEGATIVE_TTL = 30.0
+KNOWN_FOR = 3600.0
+"""Seconds a source address counts as known after an active token came from it."""
+KNOWN_SOURCES = 10_000
+"""Known source addresses remembered at most (the least recently vouched for go first)."""
+
+
+class CallBudget:
+    """Calls to the introspection endpoint in flight: at most ``max_calls`` in all and
+    ``per_source`` per source address; sources no active token came from lately (strangers)
+    share ``max_calls`` less a quarter kept for known ones."""
+
+    def __init__(self, max_calls: int = 64, per_source: int = 8, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_calls = max_calls
+        self.per_source = per_source
+        self.strangers_max = max(1, max_calls - max_calls // 4)
+        self.calls = 0
+        self.stranger_calls = 0
+        self._clock = clock
+        self._by_source: dict[str, int] = {}
+        self._known: OrderedDict[str, float] = OrderedDict()
+
+    def take(self, source: str | None) -> bool:
+        """Count a call for a token from ``source``; whether its source is a stranger.
+
+        Raises:
+            AuthError: 503 with ``Retry-After`` when a bound is reached.
+        """
+        stranger = not self.known(source)
+        held = self._by_source.get(source, 0) if source is not None else 0
+        if self.calls >= self.max_calls or held >= self.per_source or (
+                stranger and self.stranger_calls >= self.strangers_max):
+            raise AuthError(503, None, "Token verification is busy; retry shortly.", reason="introspection_busy",
+                            retry_after=1)
+        self.calls += 1
+        if stranger:
+            self.stranger_calls += 1
+        if source is not None:
+            self._by_source[source] = held + 1
+        return stranger
+
+    def give(self, source: str | None, stranger: bool) -> None:
+        """A call counted by :meth:`take` ended."""
+        self.calls -= 1
+        if stranger:
+            self.stranger_calls -= 1
+        if source is not None:
+            held = self._by_source.pop(source, 1) - 1
+            if held > 0:
+                self._by_source[source] = held
+
+    def known(self, source: str | None) -> bool:
+        """Whether an active token came from ``source`` within :data:`KNOWN_FOR`."""
+        if source is None:
+            return False
+        until = self._known.get(source)
+        return until is not None and until > self._clock()
+
+    def vouch(self, source: str | None) -> None:
+        """An active token came from ``source``."""
+        if source is None:
+            return
+        known = self._known
+        known.pop(source, None)
+        known[source] = self._clock() + KNOWN_FOR
+        if len(known) > KNOWN_SOURCES:
+            known.popitem(last=False)
 
 
 class IntrospectionVerifier:
@@ -56,6 +131,7 @@ class IntrospectionVerifier:
         http_client / transport: an httpx client to use (not closed here) or a transport for the
             one created (tests).
         clock: a monotonic clock (tests).
+        max_calls, per_source: the bounds on calls in flight (:class:`CallBudget`).
 
     Raises:
         ConfigurationError: no URL, or an unacceptable one.
@@ -65,7 +141,7 @@ class IntrospectionVerifier:
                  issuer: str | None = None, audience: str | None = None, resource: str | None = None,
                  cache_ttl: float = 60.0, timeout: float = 5.0, max_entries: int = 10_000,
                  http_client: httpx.AsyncClient | None = None, transport: httpx.AsyncBaseTransport | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, max_calls: int = 64, per_source: int = 8) -> None:
         if not url:
             raise ConfigurationError("OAUTH_INTROSPECTION_URL is required when MCP_AUTH_MODE=introspection")
         self.url = check_url("OAUTH_INTROSPECTION_URL", url)
@@ -82,6 +158,7 @@ class IntrospectionVerifier:
         self._clock = clock
         self._cache: dict[bytes, tuple[float, AuthInfo | None]] = {}
         self._inflight: dict[bytes, anyio.Event] = {}
+        self.budget = CallBudget(max_calls, per_source, clock)
         self.calls = 0
         """Calls made to the endpoint so far (for tests and metrics)."""
 
@@ -90,8 +167,11 @@ class IntrospectionVerifier:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
+            limits = httpx.Limits(max_connections=self.budget.max_calls,
+                                  max_keepalive_connections=min(20, self.budget.max_calls))
             self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), follow_redirects=False,
-                                             transport=self._transport, headers={"accept": "application/json"})
+                                             transport=self._transport, headers={"accept": "application/json"},
+                                             limits=limits)
         return self._client
 
     async def start(self) -> None:
@@ -108,9 +188,14 @@ class IntrospectionVerifier:
         """The identity of an active token; ``None`` for an inactive one.
 
         Raises:
-            AuthError: 503 when the endpoint cannot answer; 401/403 when the answer fails the
-                issuer, audience or resource checks.
+            AuthError: 503 when the endpoint cannot answer (or a bound on calls is reached);
+                401/403 when the answer fails the issuer, audience or resource checks.
         """
+        return await self.verify_token_from(token, None)
+
+    async def verify_token_from(self, token: str, source: str | None) -> AuthInfo | None:
+        """:meth:`verify_token` for a request from ``source`` (the peer's address), whose calls
+        to the endpoint count against that source's budget."""
         key = hashlib.sha256(token.encode()).digest()
         while True:
             hit = self._cached(key)
@@ -122,12 +207,16 @@ class IntrospectionVerifier:
             await waiting.wait()  # another request is asking about this token
             if self._cached(key) is None:  # that call failed: ask ourselves
                 break
+        stranger = self.budget.take(source)
         done = self._inflight[key] = anyio.Event()
         try:
             info = await self._introspect(token)
         finally:
+            self.budget.give(source, stranger)
             del self._inflight[key]
             done.set()
+        if info is not None:
+            self.budget.vouch(source)
         now = self._clock()
         ttl = min(NEGATIVE_TTL, self.cache_ttl) if info is None else self.cache_ttl
         if info is not None and info.expires_at is not None:

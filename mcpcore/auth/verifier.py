@@ -35,7 +35,9 @@ class TokenVerifier(Protocol):
     401 ``invalid_token``); it may raise :class:`~mcpcore.auth.AuthError` for a more precise
     answer (403 for a token meant for another resource, 503 while its backend is away). Any other
     exception is answered 503, so a client keeps a token that may well be valid. A verifier may
-    also have ``async def start()`` and ``async def close()``, called at startup and shutdown.
+    also have ``async def start()`` and ``async def close()``, called at startup and shutdown,
+    and ``async def verify_token_from(token, source)``, called instead of ``verify_token`` with
+    the peer's address (or ``None``) to bound its work per source, as introspection does.
     """
 
     async def verify_token(self, token: str) -> AuthInfo | None:
@@ -69,9 +71,15 @@ class VerifierAuthenticator:
 
     async def authenticate(self, authorization: str | None) -> AuthInfo:
         """Parse the header, then ask the verifier."""
+        return await self.authenticate_from(authorization, None)
+
+    async def authenticate_from(self, authorization: str | None, source: str | None) -> AuthInfo:
+        """:meth:`authenticate` for a request from ``source`` (the peer's address), handed to a
+        verifier that bounds its work per source (``verify_token_from``, as introspection does)."""
         token = parse_bearer(authorization)
+        by_source = getattr(self.verifier, "verify_token_from", None)
         try:
-            info = await self.verifier.verify_token(token)
+            info = await (by_source(token, source) if by_source is not None else self.verifier.verify_token(token))
         except AuthError as exc:
             log.debug("bearer token rejected", extra={"fields": {"reason": exc.reason, "mode": self.mode}})
             raise

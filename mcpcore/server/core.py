@@ -18,6 +18,7 @@ from ..definitions.depends import DependencyOverrides
 from ..errors import McpError
 from ..protocol.extensions import APP_MIME_TYPE, APPS, TASKS
 from ..security.sealing import RequestStateSealer
+from ..sessions.streams import CallerStreams
 from .closing import Closing
 from .notify import Notifier
 from .registry import Registry
@@ -47,8 +48,8 @@ class ServerCore:
     """The parts of a server its method handlers share (one per app)."""
 
     __slots__ = ("_caps", "_legacy_caps", "closing", "dependency_overrides", "extensions", "instructions",
-                 "listen_topics", "notifier", "registry", "sealer", "server_info", "sessions", "settings", "tasks",
-                 "telemetry")
+                 "listen_topics", "notifier", "registry", "sealer", "server_info", "sessions", "settings", "streams",
+                 "tasks", "telemetry")
 
     def __init__(self, *, registry: Registry, settings: Settings, notifier: Notifier,
                  server_info: dict[str, Any], instructions: str | None = None,
@@ -74,6 +75,8 @@ class ServerCore:
         self.listen_topics: list[ListenTopic] = []
         """What ``subscriptions/listen`` may carry beyond list changes and resource updates."""
         notifier.may_read = lambda uri, req: may_see_uri(self, uri, req)
+        self.streams = CallerStreams(settings.streams_per_caller())
+        """The long-lived streams each caller holds open here (listen, GET and HTTP+SSE streams)."""
 
     def capabilities(self) -> dict[str, Any]:
         """Server capabilities that match what is registered."""

@@ -48,7 +48,13 @@ CACHEABLE = ("server/discover", "tools/list", "prompts/list", "resources/list", 
              "resources/read")
 
 
-_METHOD_CODE = frozenset({call_tool.__code__, invoke.__code__})
+_METHOD_CODE = {call_tool.__code__, invoke.__code__}
+
+
+def serves_tools_call(fn: Callable[..., Any]) -> None:
+    """Count ``fn`` (the tasks' ``tools/call``) as ``tools/call`` itself: what it raises keeps its
+    JSON-RPC shape under middleware (a store outage stays a 503, not the tool's error result)."""
+    _METHOD_CODE.add(fn.__code__)
 
 
 def _raised_by_the_method(exc: BaseException) -> bool:

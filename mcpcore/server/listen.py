@@ -11,6 +11,7 @@ from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.limits import MAX_URI
 from ..protocol.versions import META_SUBSCRIPTION_ID
 from ..queues import BoundedQueue
+from ..sessions.streams import caller_of
 from .notify import notification_for, reaches
 from .visibility import ViewTracker
 
@@ -85,6 +86,17 @@ async def listen(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict
     for topic in topics:
         honored.update(await topic.honor(core, requested or {}, req))
     meta = {META_SUBSCRIPTION_ID: req.jsonrpc_id}
+    caller = caller_of(req.auth, req.asgi_scope)
+    core.streams.take(caller)  # refused (503) when the caller holds its most long-lived streams
+    try:
+        return await _forward(core, honored, topics, meta, req)
+    finally:
+        core.streams.give(caller)
+
+
+async def _forward(core: ServerCore, honored: dict[str, Any], topics: list[ListenTopic], meta: dict[str, Any],
+                   req: Inbound) -> dict[str, Any]:
+    """Acknowledge, then forward matching events until the client goes or the server shuts down."""
     queue: BoundedQueue[BusEvent] = BoundedQueue(core.settings.stream_queue_max)
 
     tenant = req.tenant_id

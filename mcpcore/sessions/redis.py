@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -116,6 +117,7 @@ class RedisSessionStore:
         self.max_per_identity = max_per_identity
         self.evict_after_ms = evict_after_ms
         self.index = f"{{{namespace}}}:sessions"
+        self._probe_key = f"{{{namespace}}}:ready:{secrets.token_hex(8)}"
         self.on_evict: Callable[[str], None] | None = None
         self.cache_size = cache_size
         self.refresh_s = (min(idle_ms // 10, 5_000) if refresh_ms is None else refresh_ms) / 1000
@@ -374,7 +376,10 @@ class RedisSessionStore:
         return int(await guarded(self.r.zremrangebyscore(self.index, "-inf", now - self.idle_ms)))
 
     async def ping(self) -> None:
-        await guarded(self.r.ping())
+        """Write this process's probe key (``{ns}:ready:<token>``, in the sessions' slot, expiring
+        after 10 s); ``McpError(ServiceUnavailable)`` when Redis does not answer or refuses writes
+        (a demoted primary still answers ``PING``)."""
+        await guarded(self.r.set(self._probe_key, b"1", px=10_000))
 
     async def close(self) -> None:
         self.clear_cache()

@@ -1,18 +1,27 @@
-"""How many streams each session holds open (standalone GET and ``Last-Event-ID`` resumes).
+"""How many streams each session holds open (standalone GET and ``Last-Event-ID`` resumes), and
+how many long-lived streams each caller holds open in this process.
 
 Every GET stream takes a slot of its session before it starts and gives it back when it ends;
 past ``MCP_HTTP_MAX_STREAMS_PER_SESSION`` a new one is refused (409). With Redis the slots are
 shared by every instance: a sorted set per session, member a stream token, score the lease's
 end, renewed by the holder's sweep; a dead instance's slots lapse with their lease.
+
+:class:`CallerStreams` counts every long-lived stream (``subscriptions/listen``, GET streams,
+HTTP+SSE streams) per caller against ``MCP_HTTP_MAX_STREAMS_PER_IDENTITY``: they hold a
+connection each, and the connection bound is per process too.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Hashable
 from typing import Any, Protocol
 
-__all__ = ["MemoryStreamSlots", "RedisStreamSlots", "StreamSlots"]
+from ..context import AuthInfo
+from ..errors import JsonRpcErrorCode, McpError
+
+__all__ = ["CallerStreams", "MemoryStreamSlots", "RedisStreamSlots", "StreamSlots", "caller_of"]
 
 
 class StreamSlots(Protocol):
@@ -33,6 +42,49 @@ class StreamSlots(Protocol):
     def close(self) -> None:
         """The app is shutting down: stop using shared stores."""
         ...
+
+
+def caller_of(auth: AuthInfo | None, scope: Any) -> Hashable | None:
+    """Who holds a stream: the token's tenant, client and subject; without auth the peer's
+    address (``scope``: the ASGI scope); ``None`` when neither is known (stdio)."""
+    if auth is not None:
+        return (auth.tenant_id or "", auth.client_id, auth.subject or "")
+    peer = scope.get("client") if scope is not None else None
+    return ("address", peer[0]) if peer else None
+
+
+class CallerStreams:
+    """Long-lived streams per caller in this process, at most ``cap`` each."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._held: dict[Hashable, int] = {}
+
+    def take(self, caller: Hashable | None) -> None:
+        """Count a new stream of ``caller``.
+
+        Raises:
+            McpError: ``ServiceUnavailable`` (503 with ``Retry-After``) when it holds ``cap``.
+        """
+        if caller is None:
+            return
+        held = self._held.get(caller, 0)
+        if held >= self.cap:
+            raise McpError(JsonRpcErrorCode.ServiceUnavailable, f"This caller holds {self.cap} open streams "
+                           "already (MCP_HTTP_MAX_STREAMS_PER_IDENTITY); close one or retry later.",
+                           {"reason": "too_many_streams"})
+        self._held[caller] = held + 1
+
+    def give(self, caller: Hashable | None) -> None:
+        """A stream of ``caller`` ended."""
+        held = self._held.get(caller, 0) if caller is not None else 0
+        if held > 1:
+            self._held[caller] = held - 1
+        elif held:
+            del self._held[caller]
+
+    def count(self, caller: Hashable | None) -> int:
+        return self._held.get(caller, 0) if caller is not None else 0
 
 
 def _forget(held: dict[str, set[str]], session_id: str, token: str) -> None:

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import math
 import re
+import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from hashlib import sha256
 from typing import Any
@@ -61,6 +62,8 @@ return n
 """
 
 _UNAVAILABLE = UNAVAILABLE
+PROBE_TTL_MS = 10_000
+"""How long a readiness probe's key lives (each probe writes it again)."""
 
 
 def _bytes(v: Any) -> bytes:
@@ -140,6 +143,7 @@ class RedisStorage:
             self._where = _where_client(client)
             self._client = client
         self._getdel: bool = True
+        self._probe_key = "{" + namespace + "}:ready:" + secrets.token_hex(8)
         self._take_script = self._client.register_script(_TAKE_LUA)
         self._cleanup_script = self._client.register_script(_CLEANUP_LUA)
 
@@ -324,9 +328,11 @@ class RedisStorage:
                 total += int(deleted)
 
     async def ping(self) -> None:
-        """``PING`` the server; ``McpError(ServiceUnavailable)`` when it does not answer."""
+        """Write this process's probe key (``{namespace}:ready:<token>``, expiring after 10 s):
+        ``McpError(ServiceUnavailable)`` when the server does not answer or refuses writes (a
+        demoted primary still answers ``PING``; requests need writes)."""
         with self._guard("ping"):
-            await self._client.ping()
+            await self._client.set(self._probe_key, b"1", px=PROBE_TTL_MS)
 
     async def close(self) -> None:
         """Close the connection pool this storage created; a passed-in client is left open."""

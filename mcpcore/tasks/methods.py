@@ -98,6 +98,28 @@ class TaskMethods:
     async def result(self, core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
         task_id = params.get("taskId")
         st = await self.svc.owned(task_id, req)
+        if st.terminal:
+            return self._payload(st)
+        # A server that starts draining ends the wait now, with an answer to ask again (elsewhere),
+        # rather than leaving it to be cut off when the graceful shutdown gives up.
+        waiting = asyncio.ensure_future(self._until_end(st, task_id, req))
+        draining = asyncio.Event()
+        stop = core.closing.add_listener(draining.set)
+        drained = asyncio.ensure_future(draining.wait())
+        try:
+            await asyncio.wait({waiting, drained}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop()
+            drained.cancel()
+            if not waiting.done():
+                waiting.cancel()
+                await asyncio.wait({waiting})
+        if waiting.cancelled():
+            raise McpError(JsonRpcErrorCode.ServiceUnavailable, "The server is shutting down; call tasks/result "
+                           "again.", {"reason": "shutting_down", "taskId": st.task_id})
+        return waiting.result()
+
+    async def _until_end(self, st: TaskState, task_id: Any, req: Inbound) -> dict[str, Any]:
         while not st.terminal:
             if st.status == "input_required" and st.asks:
                 await self.svc.answer(st, await self._ask(st, req))

@@ -34,7 +34,13 @@ async def authenticate(authenticator: Authenticator | None, scope: Scope) -> Aut
     """
     if authenticator is None:
         return None
-    info: AuthInfo = await authenticator.authenticate(single_authorization(_authorization(scope)))
+    header = single_authorization(_authorization(scope))
+    from_source = getattr(authenticator, "authenticate_from", None)  # work bounded per source address
+    if from_source is not None:
+        peer = scope.get("client")
+        info: AuthInfo = await from_source(header, peer[0] if peer else None)
+    else:
+        info = await authenticator.authenticate(header)
     return info
 
 

@@ -3,7 +3,9 @@
 ``GET /sse`` opens the connection's event stream; its first event (``endpoint``) names the URL
 to POST messages to (``/messages?session_id=...``). Every POST is answered 202 and its reply
 travels on the stream as an ``event: message``. The connection is the session: closing the
-stream ends it.
+stream ends it. At most ``MCP_HTTP_STREAM_QUEUE_MAX`` messages wait for a client that does not
+read (one more drops the stream, and so the session), and at most
+``MCP_HTTP_LEGACY_SSE_MAX_IN_FLIGHT`` requests run per connection (one more is answered 503).
 """
 
 from __future__ import annotations
@@ -11,15 +13,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from .. import _json
 from ..asgi_types import Receive, Scope, Send
 from ..context import AuthInfo
-from ..errors import JsonRpcErrorCode, error_object
+from ..errors import JsonRpcErrorCode, McpError, error_object
 from ..protocol.jsonrpc import error_response, too_deep
+from ..queues import BoundedQueue
 from ..runtime import Runtime
+from ..sessions.streams import caller_of
 from .authn import Identity, identity_of, tenant_of
 from .exchange import json_response
 from .guard import BodyTooLarge, accepts, read_body
@@ -38,19 +43,27 @@ log = logging.getLogger("mcpcore.transport")
 
 
 class _QueueChannel:
-    """A connection's outgoing messages, queued for its SSE stream."""
+    """A connection's outgoing messages, queued for its SSE stream: at most ``limit`` wait
+    (``MCP_HTTP_STREAM_QUEUE_MAX``); one more and the stream is dropped (``on_overflow``)."""
 
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    def __init__(self, limit: int, on_overflow: Callable[[], None]) -> None:
+        self.queue: BoundedQueue[bytes] = BoundedQueue(limit)
+        self._on_overflow = on_overflow
         self._idle = asyncio.Event()
         self._idle.set()
 
     def put(self, data: bytes) -> None:
+        queue = self.queue
+        if queue.overflowed:
+            return
         self._idle.clear()
-        self.queue.put_nowait(data)
+        queue.put_nowait(data)
+        if queue.overflowed:  # the client stopped reading: what waited is dropped, and so is the stream
+            self._idle.set()
+            self._on_overflow()
 
     def written(self) -> None:
-        if self.queue.empty():
+        if not len(self.queue):
             self._idle.set()
 
     async def drain(self) -> None:
@@ -89,6 +102,7 @@ class HttpSseTransport:
         self.keepalive_s = s.sse_keepalive_ms / 1000
         self.connections: dict[str, _Connection] = {}
         self._per_identity: dict[Identity, int] = {}
+        self._closing: set[asyncio.Task[None]] = set()  # pumps of dropped streams, closing
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
@@ -126,8 +140,22 @@ class HttpSseTransport:
             body = error_response(None, error_object(JsonRpcErrorCode.ServiceUnavailable, full))
             await json_response(send, 503, body, [(b"retry-after", b"5")])
             return
+        callers = self.rt.dispatcher.core.streams
+        caller = caller_of(auth, scope)
+        try:
+            callers.take(caller)
+        except McpError as exc:
+            await json_response(send, 503, error_response(None, exc.to_wire()))
+            return
+        try:
+            await self._serve_stream(scope, receive, send, auth, identity)
+        finally:
+            callers.give(caller)
+
+    async def _serve_stream(self, scope: Scope, receive: Receive, send: Send, auth: AuthInfo | None,
+                            identity: Identity | None) -> None:
         cid = secrets.token_hex(16)
-        channel = _QueueChannel()
+        channel = _QueueChannel(self.rt.settings.stream_queue_max, lambda: self._drop(cid))
         pump = MessagePump(self.rt, channel, origin=f"sse:{cid}", auth=auth, tenant_id=tenant_of(self.rt, auth),
                            asgi_scope=scope)
         self.connections[cid] = _Connection(pump, channel, identity)
@@ -157,6 +185,18 @@ class HttpSseTransport:
                     self._per_identity.pop(identity, None)
             await pump.close("the SSE stream closed")
             await writer.close()
+
+    def _drop(self, cid: str) -> None:
+        """The client of stream ``cid`` stopped reading: its session ends now (its messages URL is
+        unknown from here on, what runs is cancelled); the stream ends once its write returns."""
+        conn = self.connections.pop(cid, None)
+        if conn is None:
+            return
+        log.warning("dropped an HTTP+SSE stream whose client stopped reading (%d messages waiting)",
+                    self.rt.settings.stream_queue_max)
+        task = asyncio.get_running_loop().create_task(conn.pump.close("the client stopped reading its stream"))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     async def _post(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str],
                     auth: AuthInfo | None) -> None:
@@ -189,9 +229,24 @@ class HttpSseTransport:
         if too_deep(msg, limits.max_json_depth, body):
             await _error(send, 400, f"Bad Request: JSON nested deeper than {limits.max_json_depth} levels.")
             return
+        requests = _requests_in(msg)
+        if requests and conn.pump.in_flight + requests > limits.http_sse_max_in_flight:
+            cap = limits.http_sse_max_in_flight
+            refusal = error_object(JsonRpcErrorCode.ServiceUnavailable, f"This connection has {cap} requests in "
+                                   "flight (MCP_HTTP_LEGACY_SSE_MAX_IN_FLIGHT); send more once some are answered.",
+                                   {"reason": "too_many_requests_in_flight"})
+            await json_response(send, 503, error_response(msg.get("id") if type(msg) is dict else None, refusal))
+            return
         conn.pump.handle(msg)
         await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"8")]})
         await send({"type": "http.response.body", "body": b"Accepted"})
+
+
+def _requests_in(msg: Any) -> int:
+    """How many requests a message (or batch) holds: answers and notifications run nothing the
+    client waits for (and requests in flight may be waiting on an answer: it is never refused)."""
+    msgs = msg if type(msg) is list else (msg,)
+    return sum(1 for m in msgs if type(m) is dict and "method" in m and "id" in m)
 
 
 async def _until_disconnect(receive: Receive) -> None:

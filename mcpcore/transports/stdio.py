@@ -127,6 +127,11 @@ class MessagePump:
         self._tasks: set[asyncio.Task[None]] = set()
         self._unsubscribe = rt.bus.subscribe(self._on_event)
 
+    @property
+    def in_flight(self) -> int:
+        """Requests (and hooked notifications) of this connection still running."""
+        return len(self._tasks)
+
     async def close(self, reason: str) -> None:
         """Stop: cancel what runs, fail what waits on the client, wait for the tasks."""
         self._unsubscribe()

@@ -18,6 +18,7 @@ from ...server.notify import notification_for, reaches
 from ...server.visibility import ViewTracker
 from ...sessions.base import SessionRecord
 from ...sessions.events import PRIME, split_event_id
+from ...sessions.streams import caller_of
 from ..authn import tenant_of
 from ..exchange import StreamSink, json_response, priming_event
 from ..guard import accepts
@@ -78,6 +79,21 @@ class Streams:
             await error(send, 409, JsonRpcErrorCode.InvalidRequest,
                         "Conflict: this session already has an open stream.")
             return
+        callers = self.ctx.dispatcher.core.streams
+        caller = caller_of(headers.auth, headers.scope)
+        try:
+            callers.take(caller)
+        except McpError as exc:
+            await error(send, 503, exc.code, exc.message, data=exc.data)
+            return
+        try:
+            await self._counted(receive, send, headers, record, live, resume, parsed)
+        finally:
+            callers.give(caller)
+
+    async def _counted(self, receive: Receive, send: Send, headers: RequestHeaders, record: SessionRecord, live: Live,
+                       resume: bool, parsed: tuple[str, str] | None) -> None:
+        """A GET stream counted against its caller's bound: its session's slot, then the stream."""
         slots = self.rt.stream_slots
         try:
             token = await slots.acquire(record.id) if slots is not None else None
@@ -110,13 +126,13 @@ class Streams:
         writer = SseWriter(send, [(b"mcp-session-id", record.id.encode())], self.ctx.keepalive_s)
         events = self.ctx.buffering.follow(record.id, stream_id, after)
         gone = asyncio.get_running_loop().create_task(until_disconnect(receive))
+        nxt: asyncio.Future[tuple[str, bytes]] | None = None
         try:
             await writer.start()
             while True:
                 nxt = asyncio.ensure_future(anext(events))
                 done, _ = await asyncio.wait({nxt, gone}, return_when=asyncio.FIRST_COMPLETED)
                 if nxt not in done:
-                    nxt.cancel()
                     break
                 try:
                     eid, data = nxt.result()
@@ -129,6 +145,9 @@ class Streams:
                     await writer.write(event(data, eid))
         finally:
             gone.cancel()
+            if nxt is not None and not nxt.done():  # the client left: end the pending read, then close the reader
+                nxt.cancel()
+                await asyncio.wait({nxt})
             await events.aclose()
             await writer.close()
 

@@ -79,6 +79,7 @@ _MODERN_STATUS = {
     JsonRpcErrorCode.HeaderMismatch: 400,
     JsonRpcErrorCode.MissingRequiredClientCapability: 400,
     JsonRpcErrorCode.UnsupportedProtocolVersion: 400,
+    JsonRpcErrorCode.ServiceUnavailable: 503,
 }
 _SESSION_STATUS = {JsonRpcErrorCode.ServiceUnavailable: 503}
 _UNAUTHORIZED = [(b"www-authenticate", b'Bearer realm="mcp"')]
