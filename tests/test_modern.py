@@ -21,6 +21,7 @@ pytestmark = pytest.mark.anyio
 PV = "io.modelcontextprotocol/protocolVersion"
 CC = "io.modelcontextprotocol/clientCapabilities"
 META = {PV: "2026-07-28", CC: {}}
+EVERY_VERSION = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
 
 
 def headers(method: str, name: str | None = None, **extra: str) -> dict[str, str]:
@@ -40,7 +41,7 @@ async def post(c: McpTestClient, body: dict[str, Any], h: dict[str, str]) -> tup
 async def test_discover_lists_versions_capabilities_and_server_info() -> None:
     async with McpTestClient(example_app(), era="modern") as c:
         r = await c.request("server/discover")
-        assert r["supportedVersions"] == ["2026-07-28"] and r["resultType"] == "complete"
+        assert r["supportedVersions"] == EVERY_VERSION and r["resultType"] == "complete"
         assert r["capabilities"]["tools"] == {"listChanged": True} and r["instructions"] == "test"
         assert r["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "mcpcore-everything", "version": "1.0.0"}
         assert r["ttlMs"] == 0 and r["cacheScope"] == "private"
@@ -57,7 +58,7 @@ async def test_envelope_errors_have_their_codes_and_statuses() -> None:
         body["params"] = {"_meta": {PV: "1999-01-01", CC: {}}}
         status, r = await post(c, body, headers("tools/list", **{"mcp-protocol-version": "1999-01-01"}))
         assert status == 400 and r["error"]["code"] == -32022
-        assert r["error"]["data"]["supported"] == ["2026-07-28"] and r["error"]["data"]["requested"] == "1999-01-01"
+        assert r["error"]["data"]["supported"] == EVERY_VERSION and r["error"]["data"]["requested"] == "1999-01-01"
         body["params"] = {"_meta": {**META, "io.modelcontextprotocol/logLevel": "loud"}}
         status, r = await post(c, body, headers("tools/list"))
         assert status == 400 and r["error"]["code"] == -32602

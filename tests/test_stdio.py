@@ -16,6 +16,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {}}
+EVERY_VERSION = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
 
 
 class Proc:
@@ -72,7 +73,7 @@ async def test_legacy_session_over_stdio(stdio: Proc) -> None:
 async def test_modern_requests_and_errors_over_stdio(stdio: Proc) -> None:
     await stdio.send({"jsonrpc": "2.0", "id": "d", "method": "server/discover", "params": {"_meta": MODERN_META}})
     r, _ = await stdio.until("d")
-    assert r["result"]["supportedVersions"] == ["2026-07-28"] and r["result"]["resultType"] == "complete"
+    assert r["result"]["supportedVersions"] == EVERY_VERSION and r["result"]["resultType"] == "complete"
     await stdio.send(b"{not json")
     r = await stdio.recv()
     assert r["error"]["code"] == -32700 and "id" not in r
@@ -80,6 +81,7 @@ async def test_modern_requests_and_errors_over_stdio(stdio: Proc) -> None:
         "_meta": {**MODERN_META, "io.modelcontextprotocol/protocolVersion": "1999-01-01"}, "name": "x"}})
     r, _ = await stdio.until(3)
     assert r["error"]["code"] == -32022
+    assert r["error"]["data"]["supported"] == EVERY_VERSION and r["error"]["data"]["requested"] == "1999-01-01"
 
 
 async def test_cancellation_and_eof_exit(stdio: Proc) -> None:

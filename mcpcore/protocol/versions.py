@@ -21,6 +21,8 @@ __all__ = [
 LEGACY_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
 SUPPORTED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + tuple(reversed(LEGACY_VERSIONS))
+"""Every revision this server serves, newest first: what ``server/discover`` and ``-32022`` list,
+2025 ones included so a dual-era client knows it may fall back to ``initialize``."""
 LATEST_LEGACY = LEGACY_VERSIONS[-1]
 
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
