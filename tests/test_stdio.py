@@ -84,6 +84,22 @@ async def test_modern_requests_and_errors_over_stdio(stdio: Proc) -> None:
     assert r["error"]["data"]["supported"] == EVERY_VERSION and r["error"]["data"]["requested"] == "1999-01-01"
 
 
+@pytest.mark.parametrize("asked", ["2025-11-25", "2026-07-28"])
+async def test_initialize_carrying_the_envelope_opens_the_2025_session(stdio: Proc, asked: str) -> None:
+    await stdio.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"},
+        "_meta": {**MODERN_META, "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}})
+    r, _ = await stdio.until(1)
+    assert r["result"]["protocolVersion"] == "2025-11-25" and "resultType" not in r["result"]
+    await stdio.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    await stdio.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    r, _ = await stdio.until(2)
+    assert "resultType" not in r["result"] and r["result"]["tools"]
+    await stdio.send({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": MODERN_META}})
+    r, _ = await stdio.until(3)
+    assert r["result"]["resultType"] == "complete"  # the envelope still picks 2026-07-28 in the process
+
+
 async def test_cancellation_and_eof_exit(stdio: Proc) -> None:
     await stdio.send({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": {
         "_meta": MODERN_META, "notifications": {"toolsListChanged": True}}})

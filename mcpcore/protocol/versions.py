@@ -14,6 +14,7 @@ __all__ = [
     "MODERN_VERSIONS",
     "SUPPORTED_VERSIONS",
     "Era",
+    "names_modern_era",
     "negotiate",
     "supports_batches",
 ]
@@ -38,6 +39,15 @@ class Era(StrEnum):
 
     LEGACY = "legacy"
     MODERN = "modern"
+
+
+_LEGACY = frozenset(LEGACY_VERSIONS)
+
+
+def names_modern_era(version: object) -> bool:
+    """Whether an envelope's ``protocolVersion`` names the 2026-07-28 era or a later one, which a
+    2025 session cannot have: anything but one of the 2025-era (handshake) revisions."""
+    return type(version) is not str or version not in _LEGACY
 
 
 def negotiate(requested: object) -> str:

@@ -1,10 +1,11 @@
 """The session-or-envelope layer: a message becomes the request of its era.
 
-A request that carries the 2026-07-28 envelope (``params._meta`` naming that revision), or names
-it in ``MCP-Protocol-Version``, and no session is modern and served statelessly by
-:mod:`.modern`; everything else is 2025-era traffic served through the session its
-``Mcp-Session-Id`` names (:mod:`.sessions`); GET and DELETE serve a session's streams
-(:mod:`.streams`). The wire digest's Part C2 says why the choice is made this way.
+``initialize`` opens a 2025 session whatever else it carries (leftover envelope keys in its
+``_meta``, 2026-07-28 headers). Any other request that names a 2026-07-28-era version, in its
+``params._meta`` envelope or in ``MCP-Protocol-Version``, is modern and served statelessly by
+:mod:`.modern`, an ``Mcp-Session-Id`` on it ignored. Everything else is 2025-era traffic served
+through the session its ``Mcp-Session-Id`` names (:mod:`.sessions`); GET and DELETE serve a
+session's streams (:mod:`.streams`). The wire digest's Part C2 says why the choice is made this way.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from typing import Any
 from ...asgi_types import Receive, Send
 from ...layer import Layer
 from ...protocol.jsonrpc import InvalidMessage, classify_message
-from ...protocol.versions import META_PROTOCOL_VERSION
+from ...protocol.versions import META_PROTOCOL_VERSION, names_modern_era
 from .modern import ModernPost
 from .sessions import SessionPost
 from .streams import Streams
-from .wire import MODERN_VERSION_BYTES, HttpContext, RequestHeaders, error
+from .wire import LEGACY_VERSION_BYTES, MODERN_VERSION_BYTES, HttpContext, RequestHeaders, error
 
 __all__ = ["SessionOrEnvelope"]
 
@@ -52,11 +53,19 @@ class SessionOrEnvelope(Layer):
             kind = classify_message(msg)
         except InvalidMessage as exc:
             return error(send, 400, exc.code, exc.message, exc.request_id)
-        if kind == "request" and b"mcp-session-id" not in headers:
+        if kind == "request":
             params = msg.get("params")
             meta = params.get("_meta") if type(params) is dict else None
-            if (type(meta) is dict and META_PROTOCOL_VERSION in meta) or \
-                    headers.get(b"mcp-protocol-version", b"").strip() in MODERN_VERSION_BYTES:
-                return self.modern(receive, send, headers, msg)
+            # Without a session any envelope is 2026-07-28's to answer (a version it does not serve
+            # gets -32022); with one, an envelope naming a version a 2025 session cannot have.
+            if type(meta) is dict and META_PROTOCOL_VERSION in meta and (
+                    b"mcp-session-id" not in headers or names_modern_era(meta[META_PROTOCOL_VERSION])):
+                if msg["method"] != "initialize":
+                    return self.modern(receive, send, headers, msg)
+            else:
+                pv = headers.get(b"mcp-protocol-version")
+                if pv is not None and pv not in LEGACY_VERSION_BYTES and pv.strip() in MODERN_VERSION_BYTES \
+                        and msg["method"] != "initialize":
+                    return self.modern(receive, send, headers, msg)
         sid = headers.get(b"mcp-session-id")
         return self.sessions(receive, send, headers, msg, kind, sid.decode("latin-1") if sid is not None else None)
