@@ -109,7 +109,7 @@ async def test_header_values_may_be_base64_and_param_headers_are_checked() -> No
         assert status == 400
 
 
-@pytest.mark.parametrize("method", ["ping", "logging/setLevel", "resources/subscribe",
+@pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel", "resources/subscribe",
                                     "resources/unsubscribe", "no/such"])
 async def test_removed_and_unknown_methods_are_404(method: str) -> None:
     async with McpTestClient(example_app(), era="modern") as c:

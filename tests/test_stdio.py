@@ -100,6 +100,12 @@ async def test_initialize_carrying_the_envelope_opens_the_2025_session(stdio: Pr
     assert r["result"]["resultType"] == "complete"  # the envelope still picks 2026-07-28 in the process
 
 
+async def test_initialize_with_only_the_envelope_is_a_removed_2026_method(stdio: Proc) -> None:
+    await stdio.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"_meta": MODERN_META}})
+    r, _ = await stdio.until(1)
+    assert r["error"]["code"] == -32601
+
+
 async def test_cancellation_and_eof_exit(stdio: Proc) -> None:
     await stdio.send({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": {
         "_meta": MODERN_META, "notifications": {"toolsListChanged": True}}})

@@ -1,11 +1,12 @@
 """The session-or-envelope layer: a message becomes the request of its era.
 
-``initialize`` opens a 2025 session whatever else it carries (leftover envelope keys in its
-``_meta``, 2026-07-28 headers). Any other request that names a 2026-07-28-era version, in its
-``params._meta`` envelope or in ``MCP-Protocol-Version``, is modern and served statelessly by
-:mod:`.modern`, an ``Mcp-Session-Id`` on it ignored. Everything else is 2025-era traffic served
-through the session its ``Mcp-Session-Id`` names (:mod:`.sessions`); GET and DELETE serve a
-session's streams (:mod:`.streams`). The wire digest's Part C2 says why the choice is made this way.
+A 2025 ``initialize`` (one with the handshake's ``protocolVersion``) opens a 2025 session
+whatever else it carries (envelope keys left in its ``_meta``, 2026-07-28 headers). Any other
+request that names a 2026-07-28-era version, in its ``params._meta`` envelope or in
+``MCP-Protocol-Version``, is modern and served statelessly by :mod:`.modern`, an
+``Mcp-Session-Id`` on it ignored. Everything else is 2025-era traffic served through the session
+its ``Mcp-Session-Id`` names (:mod:`.sessions`); GET and DELETE serve a session's streams
+(:mod:`.streams`). The wire digest's Part C2 says why the choice is made this way.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from typing import Any
 from ...asgi_types import Receive, Send
 from ...layer import Layer
 from ...protocol.jsonrpc import InvalidMessage, classify_message
-from ...protocol.versions import META_PROTOCOL_VERSION, names_modern_era
+from ...protocol.versions import META_PROTOCOL_VERSION, is_handshake, names_modern_era
 from .modern import ModernPost
 from .sessions import SessionPost
 from .streams import Streams
-from .wire import LEGACY_VERSION_BYTES, MODERN_VERSION_BYTES, HttpContext, RequestHeaders, error
+from .wire import HttpContext, RequestHeaders, error
 
 __all__ = ["SessionOrEnvelope"]
 
@@ -41,7 +42,7 @@ class SessionOrEnvelope(Layer):
     def bind(self, ctx: HttpContext) -> None:
         """Serve through the HTTP transport's parts (once, when the transport is built)."""
         self.modern = ModernPost(ctx)
-        self.sessions = SessionPost(ctx)
+        self.sessions = SessionPost(ctx, self.modern)
         self.streams = Streams(ctx, self.sessions)
 
     def post(self, receive: Receive, send: Send, headers: RequestHeaders, msg: Any) -> Awaitable[None]:
@@ -57,15 +58,12 @@ class SessionOrEnvelope(Layer):
             params = msg.get("params")
             meta = params.get("_meta") if type(params) is dict else None
             # Without a session any envelope is 2026-07-28's to answer (a version it does not serve
-            # gets -32022); with one, an envelope naming a version a 2025 session cannot have.
+            # gets -32022); with one, an envelope naming a version a 2025 session cannot have. A
+            # request naming 2026-07-28 only in MCP-Protocol-Version is handed over by SessionPost,
+            # which reads that header anyway.
             if type(meta) is dict and META_PROTOCOL_VERSION in meta and (
-                    b"mcp-session-id" not in headers or names_modern_era(meta[META_PROTOCOL_VERSION])):
-                if msg["method"] != "initialize":
-                    return self.modern(receive, send, headers, msg)
-            else:
-                pv = headers.get(b"mcp-protocol-version")
-                if pv is not None and pv not in LEGACY_VERSION_BYTES and pv.strip() in MODERN_VERSION_BYTES \
-                        and msg["method"] != "initialize":
-                    return self.modern(receive, send, headers, msg)
+                    b"mcp-session-id" not in headers or names_modern_era(meta[META_PROTOCOL_VERSION])) and (
+                    msg["method"] != "initialize" or not is_handshake(msg)):
+                return self.modern(receive, send, headers, msg)
         sid = headers.get(b"mcp-session-id")
         return self.sessions(receive, send, headers, msg, kind, sid.decode("latin-1") if sid is not None else None)
