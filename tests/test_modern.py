@@ -21,6 +21,7 @@ pytestmark = pytest.mark.anyio
 PV = "io.modelcontextprotocol/protocolVersion"
 CC = "io.modelcontextprotocol/clientCapabilities"
 META = {PV: "2026-07-28", CC: {}}
+EVERY_VERSION = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
 
 
 def headers(method: str, name: str | None = None, **extra: str) -> dict[str, str]:
@@ -40,7 +41,7 @@ async def post(c: McpTestClient, body: dict[str, Any], h: dict[str, str]) -> tup
 async def test_discover_lists_versions_capabilities_and_server_info() -> None:
     async with McpTestClient(example_app(), era="modern") as c:
         r = await c.request("server/discover")
-        assert r["supportedVersions"] == ["2026-07-28"] and r["resultType"] == "complete"
+        assert r["supportedVersions"] == EVERY_VERSION and r["resultType"] == "complete"
         assert r["capabilities"]["tools"] == {"listChanged": True} and r["instructions"] == "test"
         assert r["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "mcpcore-everything", "version": "1.0.0"}
         assert r["ttlMs"] == 0 and r["cacheScope"] == "private"
@@ -57,7 +58,7 @@ async def test_envelope_errors_have_their_codes_and_statuses() -> None:
         body["params"] = {"_meta": {PV: "1999-01-01", CC: {}}}
         status, r = await post(c, body, headers("tools/list", **{"mcp-protocol-version": "1999-01-01"}))
         assert status == 400 and r["error"]["code"] == -32022
-        assert r["error"]["data"]["supported"] == ["2026-07-28"] and r["error"]["data"]["requested"] == "1999-01-01"
+        assert r["error"]["data"]["supported"] == EVERY_VERSION and r["error"]["data"]["requested"] == "1999-01-01"
         body["params"] = {"_meta": {**META, "io.modelcontextprotocol/logLevel": "loud"}}
         status, r = await post(c, body, headers("tools/list"))
         assert status == 400 and r["error"]["code"] == -32602
@@ -177,11 +178,68 @@ async def test_client_capabilities_are_the_envelope_as_sent_and_no_session() -> 
     assert seen == {"caps": {"elicitation": {}}, "session": None, "version": "2026-07-28"}
 
 
-async def test_session_header_makes_a_request_legacy() -> None:
+async def test_a_session_request_without_a_modern_version_stays_in_its_session() -> None:
     async with McpTestClient(example_app()) as c:
-        h = {**c.headers(), "mcp-protocol-version": "2025-11-25"}
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
-        r = await c.post(body, h)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                "params": {"_meta": {PV: "2025-11-25", "progressToken": 1}}}
+        r = await c.post(body, c.headers())
+        assert r.status_code == 200 and "resultType" not in r.json()["result"]
+
+
+async def test_the_envelope_wins_over_a_session_id_live_or_deleted() -> None:
+    app = example_app()
+    async with McpTestClient(app) as c:
+        sid = c.session_id
+        assert sid is not None
+        for deleted in (False, True):
+            if deleted:
+                assert (await c.delete_session()).status_code == 200
+                assert (await c.post({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, c.headers())).status_code \
+                    == 404
+            h = {**headers("server/discover"), "mcp-session-id": sid}
+            status, r = await post(c, {"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                                       "params": {"_meta": META}}, h)
+            assert status == 200 and r["result"]["supportedVersions"] == EVERY_VERSION
+            h = {**headers("tools/call", "test_simple_text"), "mcp-session-id": sid}
+            resp = await c.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                 "params": {"_meta": META, "name": "test_simple_text"}}, h)
+            assert resp.status_code == 200 and resp.json()["result"]["resultType"] == "complete"
+            assert "mcp-session-id" not in resp.headers
+            h = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                 "mcp-session-id": sid}  # the envelope without its header mirror: its own answer, not the session's
+            status, r = await post(c, {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": META}}, h)
+            assert status == 400 and r["error"]["code"] == -32020
+            assert r["error"]["message"] == "Header mismatch: missing MCP-Protocol-Version header"
+
+
+@pytest.mark.parametrize("header,meta", [("2025-11-25", "2026-07-28"), ("2026-07-28", "2025-11-25"),
+                                         ("2025-11-25", "2031-01-01")])
+async def test_session_header_and_envelope_disagreeing_is_a_mismatch(header: str, meta: str) -> None:
+    async with McpTestClient(example_app()) as c:
+        h = {**headers("tools/list"), "mcp-session-id": c.session_id or "", "mcp-protocol-version": header}
+        status, r = await post(c, {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                                   "params": {"_meta": {PV: meta, CC: {}}}}, h)
+        assert status == 400 and r["error"]["code"] == -32020
+        assert r["error"]["message"] == (f"Header mismatch: MCP-Protocol-Version header value '{header}' "
+                                         f"does not match body value '{meta}'")
+
+
+@pytest.mark.parametrize("h", [{}, headers("initialize"), {"mcp-protocol-version": "2025-11-25"}])
+@pytest.mark.parametrize("asked", ["2025-11-25", "2026-07-28"])
+async def test_initialize_carrying_the_envelope_is_a_2025_initialize(h: dict[str, str], asked: str) -> None:
+    async with McpTestClient(example_app(), era="modern") as c:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"},
+            "_meta": {**META, "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}}
+        resp = await c.post(body, {"content-type": "application/json",
+                                   "accept": "application/json, text/event-stream", **h})
+        assert resp.status_code == 200, resp.text
+        result = resp.json()["result"]
+        assert result["protocolVersion"] == "2025-11-25" and "resultType" not in result
+        sid = resp.headers["mcp-session-id"]
+        r = await c.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                         {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                          "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
         assert r.status_code == 200 and "resultType" not in r.json()["result"]
 
 

@@ -16,6 +16,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {}}
+EVERY_VERSION = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
 
 
 class Proc:
@@ -72,7 +73,7 @@ async def test_legacy_session_over_stdio(stdio: Proc) -> None:
 async def test_modern_requests_and_errors_over_stdio(stdio: Proc) -> None:
     await stdio.send({"jsonrpc": "2.0", "id": "d", "method": "server/discover", "params": {"_meta": MODERN_META}})
     r, _ = await stdio.until("d")
-    assert r["result"]["supportedVersions"] == ["2026-07-28"] and r["result"]["resultType"] == "complete"
+    assert r["result"]["supportedVersions"] == EVERY_VERSION and r["result"]["resultType"] == "complete"
     await stdio.send(b"{not json")
     r = await stdio.recv()
     assert r["error"]["code"] == -32700 and "id" not in r
@@ -80,6 +81,29 @@ async def test_modern_requests_and_errors_over_stdio(stdio: Proc) -> None:
         "_meta": {**MODERN_META, "io.modelcontextprotocol/protocolVersion": "1999-01-01"}, "name": "x"}})
     r, _ = await stdio.until(3)
     assert r["error"]["code"] == -32022
+    assert r["error"]["data"]["supported"] == EVERY_VERSION and r["error"]["data"]["requested"] == "1999-01-01"
+
+
+@pytest.mark.parametrize("asked", ["2025-11-25", "2026-07-28"])
+async def test_initialize_carrying_the_envelope_opens_the_2025_session(stdio: Proc, asked: str) -> None:
+    await stdio.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"},
+        "_meta": {**MODERN_META, "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}})
+    r, _ = await stdio.until(1)
+    assert r["result"]["protocolVersion"] == "2025-11-25" and "resultType" not in r["result"]
+    await stdio.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    await stdio.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    r, _ = await stdio.until(2)
+    assert "resultType" not in r["result"] and r["result"]["tools"]
+    await stdio.send({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": MODERN_META}})
+    r, _ = await stdio.until(3)
+    assert r["result"]["resultType"] == "complete"  # the envelope still picks 2026-07-28 in the process
+
+
+async def test_initialize_with_only_the_envelope_is_a_removed_2026_method(stdio: Proc) -> None:
+    await stdio.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"_meta": MODERN_META}})
+    r, _ = await stdio.until(1)
+    assert r["error"]["code"] == -32601
 
 
 async def test_cancellation_and_eof_exit(stdio: Proc) -> None:

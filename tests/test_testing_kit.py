@@ -46,7 +46,7 @@ async def test_run_tool_contract_gives_the_production_shapes() -> None:
 
 async def test_plugin_fixtures(mcp_client: McpTestClient, mcp_modern_client: McpTestClient, mock_ctx: Any) -> None:
     assert mcp_client.session_id and (await mcp_client.list_tools())
-    assert (await mcp_modern_client.request("server/discover"))["supportedVersions"] == ["2026-07-28"]
+    assert (await mcp_modern_client.request("server/discover"))["supportedVersions"][:2] == ["2026-07-28", "2025-11-25"]
     await mock_ctx.state.set("a", 1)
     assert await mock_ctx.state.get("a") == 1
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import JsonRpcErrorCode, McpError, quoted
 from ..logs import LEVELS
-from .versions import MODERN_VERSIONS
+from .versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
 
 __all__ = ["MODERN", "check_headers", "decode_header_value", "invalid_log_level", "missing_meta", "unsupported_version"]
 
@@ -27,9 +27,10 @@ def missing_meta(what: str) -> McpError:
 
 
 def unsupported_version(requested: str) -> McpError:
-    """The envelope names a revision this server does not speak: ``-32022``."""
+    """The envelope names a revision this server does not serve per request: ``-32022``, listing
+    every revision it serves, the 2025 ones (reached through ``initialize``) included."""
     return McpError(JsonRpcErrorCode.UnsupportedProtocolVersion, "Unsupported protocol version",
-                    {"supported": list(MODERN_VERSIONS), "requested": quoted(requested)})
+                    {"supported": list(SUPPORTED_VERSIONS), "requested": quoted(requested)})
 
 
 def invalid_log_level(raw: object) -> McpError:

@@ -7,6 +7,7 @@ Legacy (handshake) revisions negotiate once through ``initialize``; the modern r
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 __all__ = [
     "LATEST_LEGACY",
@@ -14,6 +15,8 @@ __all__ = [
     "MODERN_VERSIONS",
     "SUPPORTED_VERSIONS",
     "Era",
+    "is_handshake",
+    "names_modern_era",
     "negotiate",
     "supports_batches",
 ]
@@ -21,6 +24,8 @@ __all__ = [
 LEGACY_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
 SUPPORTED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + tuple(reversed(LEGACY_VERSIONS))
+"""Every revision this server serves, newest first: what ``server/discover`` and ``-32022`` list,
+2025 ones included so a dual-era client knows it may fall back to ``initialize``."""
 LATEST_LEGACY = LEGACY_VERSIONS[-1]
 
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -36,6 +41,26 @@ class Era(StrEnum):
 
     LEGACY = "legacy"
     MODERN = "modern"
+
+
+_LEGACY = frozenset(LEGACY_VERSIONS)
+
+
+def names_modern_era(version: object) -> bool:
+    """Whether an envelope's ``protocolVersion`` names the 2026-07-28 era or a later one, which a
+    2025 session cannot have: anything but one of the 2025-era (handshake) revisions."""
+    return type(version) is not str or version not in _LEGACY
+
+
+def is_handshake(msg: dict[str, Any]) -> bool:
+    """Whether a request is a 2025-era ``initialize``: that method with the handshake's
+    ``protocolVersion`` in its params. It opens a 2025 session whatever else it carries (envelope
+    keys left in its ``_meta``, 2026-07-28 headers); an ``initialize`` that carries only the
+    2026-07-28 envelope is that revision's request for a method it removed."""
+    if msg["method"] != "initialize":
+        return False
+    params = msg.get("params")
+    return type(params) is dict and "protocolVersion" in params
 
 
 def negotiate(requested: object) -> str:

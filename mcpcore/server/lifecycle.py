@@ -9,7 +9,7 @@ from .. import _json
 from ..context import Inbound
 from ..errors import JsonRpcErrorCode, McpError, quoted
 from ..logs import LEVELS, normalize_level
-from ..protocol.versions import MODERN_VERSIONS, negotiate
+from ..protocol.versions import SUPPORTED_VERSIONS, negotiate
 
 if TYPE_CHECKING:
     from .core import ServerCore
@@ -76,8 +76,9 @@ async def set_level(core: ServerCore, params: dict[str, Any], req: Inbound) -> d
 
 
 async def discover(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
-    """``server/discover``: the versions, capabilities and instructions of this server."""
-    result: dict[str, Any] = {"supportedVersions": list(MODERN_VERSIONS), "capabilities": core.capabilities()}
+    """``server/discover``: the versions (every one served, newest first: 2026-07-28 per request,
+    the 2025 ones through ``initialize``), capabilities and instructions of this server."""
+    result: dict[str, Any] = {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": core.capabilities()}
     if core.instructions:
         result["instructions"] = core.instructions
     return result

@@ -2,8 +2,9 @@
 
 The message handling (:class:`MessagePump`) is shared with the 2024-11-05 HTTP+SSE transport:
 both carry every message of one connection over a single outgoing channel. Each message is
-classified on its own: one carrying the 2026-07-28 envelope is served statelessly; everything
-else belongs to the connection's 2025-era session, opened by ``initialize``.
+classified on its own: a 2025 ``initialize`` opens the connection's 2025-era session (also when
+its ``_meta`` carries envelope keys); any other request carrying the 2026-07-28 envelope is served
+statelessly; everything else belongs to the session.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..asgi_types import Scope
 from ..context import AuthInfo, Inbound
 from ..errors import JsonRpcErrorCode, McpError, error_object
 from ..protocol.jsonrpc import InvalidMessage, classify_message, error_response, too_deep
-from ..protocol.versions import META_PROTOCOL_VERSION, Era, supports_batches
+from ..protocol.versions import META_PROTOCOL_VERSION, Era, is_handshake, supports_batches
 from ..runtime import Runtime
 from ..server.notify import notification_for, reaches
 from ..server.visibility import ViewTracker
@@ -220,7 +221,7 @@ class MessagePump:
         params = msg.get("params") or {}
         meta = params.get("_meta")
         services = self.rt.services
-        if type(meta) is dict and META_PROTOCOL_VERSION in meta:
+        if type(meta) is dict and META_PROTOCOL_VERSION in meta and not is_handshake(msg):
             req = modern_inbound(msg, services, self.auth, self.tenant_id, self.origin)
             if type(req) is Refused:
                 self.writer.put(error_response(msg["id"], req.error.to_wire(req.request_id)))

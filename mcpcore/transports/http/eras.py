@@ -1,9 +1,11 @@
 """The session-or-envelope layer: a message becomes the request of its era.
 
-A request that carries the 2026-07-28 envelope (``params._meta`` naming that revision), or names
-it in ``MCP-Protocol-Version``, and no session is modern and served statelessly by
-:mod:`.modern`; everything else is 2025-era traffic served through the session its
-``Mcp-Session-Id`` names (:mod:`.sessions`); GET and DELETE serve a session's streams
+A 2025 ``initialize`` (one with the handshake's ``protocolVersion``) opens a 2025 session
+whatever else it carries (envelope keys left in its ``_meta``, 2026-07-28 headers). Any other
+request that names a 2026-07-28-era version, in its ``params._meta`` envelope or in
+``MCP-Protocol-Version``, is modern and served statelessly by :mod:`.modern`, an
+``Mcp-Session-Id`` on it ignored. Everything else is 2025-era traffic served through the session
+its ``Mcp-Session-Id`` names (:mod:`.sessions`); GET and DELETE serve a session's streams
 (:mod:`.streams`). The wire digest's Part C2 says why the choice is made this way.
 """
 
@@ -15,11 +17,11 @@ from typing import Any
 from ...asgi_types import Receive, Send
 from ...layer import Layer
 from ...protocol.jsonrpc import InvalidMessage, classify_message
-from ...protocol.versions import META_PROTOCOL_VERSION
+from ...protocol.versions import META_PROTOCOL_VERSION, is_handshake, names_modern_era
 from .modern import ModernPost
 from .sessions import SessionPost
 from .streams import Streams
-from .wire import MODERN_VERSION_BYTES, HttpContext, RequestHeaders, error
+from .wire import HttpContext, RequestHeaders, error
 
 __all__ = ["SessionOrEnvelope"]
 
@@ -40,7 +42,7 @@ class SessionOrEnvelope(Layer):
     def bind(self, ctx: HttpContext) -> None:
         """Serve through the HTTP transport's parts (once, when the transport is built)."""
         self.modern = ModernPost(ctx)
-        self.sessions = SessionPost(ctx)
+        self.sessions = SessionPost(ctx, self.modern)
         self.streams = Streams(ctx, self.sessions)
 
     def post(self, receive: Receive, send: Send, headers: RequestHeaders, msg: Any) -> Awaitable[None]:
@@ -52,11 +54,16 @@ class SessionOrEnvelope(Layer):
             kind = classify_message(msg)
         except InvalidMessage as exc:
             return error(send, 400, exc.code, exc.message, exc.request_id)
-        if kind == "request" and b"mcp-session-id" not in headers:
+        if kind == "request":
             params = msg.get("params")
             meta = params.get("_meta") if type(params) is dict else None
-            if (type(meta) is dict and META_PROTOCOL_VERSION in meta) or \
-                    headers.get(b"mcp-protocol-version", b"").strip() in MODERN_VERSION_BYTES:
+            # Without a session any envelope is 2026-07-28's to answer (a version it does not serve
+            # gets -32022); with one, an envelope naming a version a 2025 session cannot have. A
+            # request naming 2026-07-28 only in MCP-Protocol-Version is handed over by SessionPost,
+            # which reads that header anyway.
+            if type(meta) is dict and META_PROTOCOL_VERSION in meta and (
+                    b"mcp-session-id" not in headers or names_modern_era(meta[META_PROTOCOL_VERSION])) and (
+                    msg["method"] != "initialize" or not is_handshake(msg)):
                 return self.modern(receive, send, headers, msg)
         sid = headers.get(b"mcp-session-id")
         return self.sessions(receive, send, headers, msg, kind, sid.decode("latin-1") if sid is not None else None)

@@ -17,15 +17,17 @@ from ...asgi_types import Receive, Send
 from ...context import Inbound
 from ...errors import JsonRpcErrorCode, McpError, quoted
 from ...protocol.jsonrpc import InvalidMessage, bounded_batch, classify_message, error_response
-from ...protocol.versions import SUPPORTED_VERSIONS, supports_batches
+from ...protocol.versions import SUPPORTED_VERSIONS, is_handshake, supports_batches
 from ...sessions.base import SessionRecord, is_session_id, new_session_id
 from ..authn import identity_of, tenant_of
 from ..exchange import HttpExchange, StreamSink, json_response
 from ..inflight import ask_client, deliver, tracked_rest
 from ..intake import notification_inbound, session_inbound
 from ..live import LiveSessions
+from .modern import ModernPost
 from .wire import (
-    SUPPORTED_VERSION_BYTES,
+    LEGACY_VERSION_BYTES,
+    MODERN_VERSION_BYTES,
     HttpContext,
     RequestHeaders,
     accepted,
@@ -58,8 +60,9 @@ def deliver_route(live: LiveSessions, event: dict[str, Any]) -> bool:
 class SessionPost:
     """Serves 2025-era POSTs: ``initialize``, requests, notifications, answers, batches."""
 
-    def __init__(self, ctx: HttpContext) -> None:
+    def __init__(self, ctx: HttpContext, modern: ModernPost) -> None:
         self.ctx = ctx
+        self.modern = modern
         self.rt = ctx.rt
         self.dispatcher = ctx.dispatcher
         self.mode = ctx.mode
@@ -126,11 +129,17 @@ class SessionPost:
                        sid: str | None) -> None:
         rid = msg.get("id") if kind == "request" else None
         raw_pv = headers.get(b"mcp-protocol-version")
-        if raw_pv is not None and raw_pv not in SUPPORTED_VERSION_BYTES and not headers.version_ok():
-            await error(send, 400, JsonRpcErrorCode.InvalidRequest,
-                        f"Bad Request: unsupported MCP-Protocol-Version {quoted(raw_pv.decode('latin-1'))!r}.", rid,
-                        data={"supported": list(SUPPORTED_VERSIONS)})
-            return
+        if raw_pv is not None and raw_pv not in LEGACY_VERSION_BYTES:
+            if kind == "request" and raw_pv.strip() in MODERN_VERSION_BYTES and not is_handshake(msg):
+                # 2026-07-28 named by the header without its _meta envelope (which the era layer
+                # checked): the envelope's to answer (-32602), whatever Mcp-Session-Id says
+                await self.modern(receive, send, headers, msg)
+                return
+            if not headers.version_ok():
+                await error(send, 400, JsonRpcErrorCode.InvalidRequest,
+                            f"Bad Request: unsupported MCP-Protocol-Version {quoted(raw_pv.decode('latin-1'))!r}.",
+                            rid, data={"supported": list(SUPPORTED_VERSIONS)})
+                return
         if kind == "request" and msg["method"] == "initialize":
             await self._initialize(send, headers, msg, sid)
             return

@@ -11,16 +11,17 @@ from ...auth import AuthError
 from ...context import AuthInfo, Inbound
 from ...errors import JsonRpcErrorCode, error_object
 from ...protocol.jsonrpc import error_response
-from ...protocol.versions import MODERN_VERSIONS, SUPPORTED_VERSIONS, Era
+from ...protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS, Era
 from ...runtime import Runtime
 from ...server.dispatcher import Dispatcher
 from ..buffering import EventBuffering
 from ..exchange import json_response
 
-__all__ = ["ACCEPT_BOTH", "MODERN_VERSION_BYTES", "SUPPORTED_VERSION_BYTES", "HttpContext", "RequestHeaders",
-           "accepted", "error", "error_object", "http_status", "replay", "trace"]
+__all__ = ["ACCEPT_BOTH", "LEGACY_VERSION_BYTES", "MODERN_VERSION_BYTES", "SUPPORTED_VERSION_BYTES", "HttpContext",
+           "RequestHeaders", "accepted", "error", "error_object", "http_status", "replay", "trace"]
 
 MODERN_VERSION_BYTES = frozenset(v.encode() for v in MODERN_VERSIONS)
+LEGACY_VERSION_BYTES = frozenset(v.encode() for v in LEGACY_VERSIONS)
 SUPPORTED_VERSION_BYTES = frozenset(v.encode() for v in SUPPORTED_VERSIONS)
 ACCEPT_BOTH = frozenset({b"application/json, text/event-stream", b"application/json,text/event-stream",
                          b"text/event-stream, application/json", b"text/event-stream,application/json"})
