@@ -17,7 +17,7 @@ from .context import ContextServices
 from .definitions.depends import DependencyOverrides
 from .definitions.resources import CacheHint, build_resource
 from .layer import LayerInfo
-from .logs import LEVELS
+from .logs import LEVELS, ensure_logging
 from .middleware.base import Middleware
 from .protocol.extensions import check_extensions
 from .runtime import Runtime
@@ -25,7 +25,7 @@ from .security.sealing import RequestStateSealer
 from .server.dispatcher import Dispatcher
 from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
-from .serving import connection_close, lifespan_protocol, serve
+from .serving import check_shared_store, connection_close, lifespan_protocol, serve
 from .side_routes import SideRoutes
 from .stack import AppState, Stack, authenticator_for, open_layers, setup_context
 from .storage.base import StorageProvider
@@ -38,7 +38,6 @@ from .wiring import Stores, uses_request_input
 __all__ = ["McpApp"]
 
 log = logging.getLogger("mcpcore.app")
-
 
 
 class McpApp:
@@ -242,8 +241,10 @@ class McpApp:
         """Open stores and start background work (idempotent). Run by the ASGI lifespan."""
         if self._started:
             return
+        ensure_logging(self.settings.log_level)  # plain uvicorn: JSON lines unless logging is set up
         if transport == "http":
             self.services.session_mode = self.session_mode
+            check_shared_store(self.settings)
         if self.dispatcher.sealer is None and uses_request_input(self.registry):
             log.warning("MCP_REQUEST_STATE_KEY is unset: request state that definitions hand to ctx.request_input "
                         "travels unsigned, and any client can forge it")

@@ -14,10 +14,10 @@ from typing import Any, Protocol, runtime_checkable
 from .asgi_types import Message, Receive, Send
 from .config import Settings
 from .errors import ConfigurationError
-from .logs import configure_logging
+from .logs import configure_logging, logging_config
 
-__all__ = ["Servable", "connection_close", "endpoint_url", "lifespan_protocol", "serve", "serving_line",
-           "settings_of"]
+__all__ = ["Servable", "check_shared_store", "connection_close", "endpoint_url", "lifespan_protocol", "serve",
+           "serving_line", "settings_of"]
 
 log = logging.getLogger("mcpcore.cli")
 
@@ -95,6 +95,26 @@ def serving_line(app: Any, transport: str, host: str = "", port: int = 0) -> str
     return f"mcpcore listening on {url} (MCP over Streamable HTTP{extra}; Ctrl+C to quit)"
 
 
+def check_shared_store(settings: Settings, workers: int = 1) -> None:
+    """Refuse in-memory stores when ``MCP_REQUIRE_SHARED_STORE`` says the server runs as several
+    processes; warn when ``workers`` > 1 would split them between the workers.
+
+    Raises:
+        ConfigurationError: ``MCP_REQUIRE_SHARED_STORE=true`` with ``MCP_SESSION_STORE=memory``.
+    """
+    if settings.session_store != "memory":
+        return
+    if settings.require_shared_store:
+        raise ConfigurationError(
+            "MCP_REQUIRE_SHARED_STORE=true but MCP_SESSION_STORE=memory: sessions, event buffers and tasks would "
+            "live in each process alone; set MCP_SESSION_STORE=redis and REDIS_URL")
+    if workers > 1:
+        log.warning(f"--workers {workers} with MCP_SESSION_STORE=memory: each worker keeps its own sessions, event "
+                    "buffers and tasks, so a client whose next request reaches another worker gets 404 Session not "
+                    "found; set MCP_SESSION_STORE=redis and REDIS_URL, or MCP_REQUIRE_SHARED_STORE=true to refuse "
+                    "to start like this", extra={"fields": {"workers": workers, "setting": "MCP_SESSION_STORE"}})
+
+
 def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, reload: bool = False,
           target: str | None = None) -> None:
     """Serve ``app`` over stdio or HTTP (uvicorn with uvloop and httptools).
@@ -117,8 +137,11 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
     configure_logging(settings.log_level)
     if _is_mcp_app(app):
         _ = app.session_mode  # a contradictory session configuration fails here, before binding
+    check_shared_store(settings, workers if target is not None else 1)
+    # Every process uvicorn starts (workers, the reload child) applies this configuration itself.
     options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False,
-                               "lifespan": "on", "timeout_graceful_shutdown": 5}
+                               "lifespan": "on", "timeout_graceful_shutdown": 5,
+                               "log_config": logging_config(settings.log_level)}
     try:
         import uvloop  # noqa: F401
         options["loop"] = "uvloop"
