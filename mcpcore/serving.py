@@ -138,6 +138,9 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
     if _is_mcp_app(app):
         _ = app.session_mode  # a contradictory session configuration fails here, before binding
     check_shared_store(settings, workers if target is not None else 1)
+    from .redis_startup import preflight
+
+    asyncio.run(preflight(settings))  # a wrong password or database: exit 2 before any worker starts
     # Every process uvicorn starts (workers, the reload child) applies this configuration itself.
     options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False,
                                "lifespan": "on", "timeout_graceful_shutdown": 5,
@@ -166,6 +169,8 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
     server.mcp_app = app if _is_mcp_app(app) else None
     server.served_app = app
     server.run()
+    if not server.started:  # the app's startup failed (logged): exit as uvicorn does
+        raise SystemExit(3)
 
 
 def _announce(app: Any, host: str, port: int) -> None:
