@@ -19,6 +19,7 @@ from .definitions.resources import CacheHint, build_resource
 from .layer import LayerInfo
 from .logs import LEVELS, ensure_logging
 from .middleware.base import Middleware
+from .observability import AppMetrics
 from .protocol.extensions import check_extensions
 from .runtime import Runtime
 from .security.sealing import RequestStateSealer
@@ -153,6 +154,8 @@ class McpApp:
             self.skills = serve_skills(self, skills)
         self.tasks = serve_tasks(self, self.stores.tasks)
         self.dispatcher.telemetry = self.telemetry
+        self.metrics = AppMetrics(self) if s.metrics_enabled else None
+        """Prometheus metrics (``MCP_METRICS_ENABLED``), served at ``MCP_METRICS_PATH``; ``None``: off."""
         self.stack = Stack(s, self.authenticator, self.services, storage, self.events, middleware)
         """The app's layers (:mod:`mcpcore.stack`); ``app.layers`` lists them."""
         self.stack.state.telemetry = self.telemetry
@@ -253,6 +256,8 @@ class McpApp:
         try:
             await open_layers(exit_stack, self.stack.framework, self.settings, self.redis)
             await self.stores.open(exit_stack, self._on_route, self.tasks)
+            if self.metrics is not None:
+                await self.metrics.open(exit_stack)
             self.dispatcher.closing.reset()
             sweeper = asyncio.get_running_loop().create_task(self.stores.sweep_forever())
             exit_stack.callback(sweeper.cancel)

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from .config import Settings
 from .errors import ConfigurationError
+from .metrics import count_redis_error
 from .redis_client import create_redis_client, describe_redis
 
 __all__ = ["RETRY_DELAYS", "RedisProblem", "check_redis", "components_needing_redis", "preflight", "probe",
@@ -95,6 +96,7 @@ async def probe(client: Any, settings: Settings) -> RedisProblem | None:
     except asyncio.CancelledError:
         raise
     except Exception as exc:
+        count_redis_error(exc)
         return _classify(exc, settings)
     return None
 

@@ -8,7 +8,13 @@ reverse.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .asgi_types import Message, Receive, Send
@@ -160,7 +166,8 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
         options["http"] = LimitedHttpToolsProtocol
     if (workers > 1 or reload) and target is not None:
         _announce(app, host, port)
-        uvicorn.run(target, workers=workers, reload=reload, **options)
+        with _multiprocess_metrics(settings.metrics_enabled and workers > 1):
+            uvicorn.run(target, workers=workers, reload=reload, **options)
         return
     config = uvicorn.Config(app, **options)
     if limits is not None:
@@ -171,6 +178,28 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
     server.run()
     if not server.started:  # the app's startup failed (logged): exit as uvicorn does
         raise SystemExit(3)
+
+
+@contextlib.contextmanager
+def _multiprocess_metrics(on: bool) -> Iterator[None]:
+    """With metrics under several workers: the folder where prometheus-client's multiprocess
+    mode keeps each worker's values (``PROMETHEUS_MULTIPROC_DIR``, emptied first; a temporary
+    one, removed at the end, when unset). Workers inherit it before they import the library."""
+    if not on:
+        yield
+        return
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    folder = Path(given) if given else Path(tempfile.mkdtemp(prefix="mcpcore-metrics-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.db"):  # values of an earlier run would be added to this one's
+        stale.unlink()
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+    try:
+        yield
+    finally:
+        if not given:
+            shutil.rmtree(folder, ignore_errors=True)
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
 
 def _announce(app: Any, host: str, port: int) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..bus.base import BusEvent, NotificationBus
@@ -51,6 +51,8 @@ class Notifier:
     def __init__(self, bus: NotificationBus) -> None:
         self.bus = bus
         self._tasks: set[asyncio.Task[None]] = set()
+        self.observe: Callable[[BusEvent], None] | None = None
+        """Told of every event published (the app's metrics count task transitions)."""
 
     def __call__(self, event: dict[str, Any], req: Inbound) -> None:
         origin = None
@@ -67,6 +69,8 @@ class Notifier:
         self.publish({**event, "origin": origin})
 
     def publish(self, event: BusEvent) -> None:
+        if self.observe is not None:
+            self.observe(event)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
