@@ -22,10 +22,15 @@ from .config import Settings
 from .errors import ConfigurationError
 from .logs import configure_logging, logging_config
 
-__all__ = ["Servable", "check_shared_store", "connection_close", "endpoint_url", "lifespan_protocol", "serve",
-           "serving_line", "settings_of"]
+__all__ = ["DRAIN_SECONDS", "QUIESCE_SECONDS", "Servable", "check_shared_store", "connection_close",
+           "endpoint_url", "lifespan_protocol", "serve", "serving_line", "settings_of"]
 
 log = logging.getLogger("mcpcore.cli")
+
+DRAIN_SECONDS = 5
+"""After SIGTERM, how long requests in flight have to finish before uvicorn closes them."""
+QUIESCE_SECONDS = 1.5
+"""Before that, how long a draining server waits for busy keep-alive clients to leave."""
 
 
 @runtime_checkable
@@ -149,7 +154,7 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
     asyncio.run(preflight(settings))  # a wrong password or database: exit 2 before any worker starts
     # Every process uvicorn starts (workers, the reload child) applies this configuration itself.
     options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False,
-                               "lifespan": "on", "timeout_graceful_shutdown": 5,
+                               "lifespan": "on", "timeout_graceful_shutdown": DRAIN_SECONDS,
                                "log_config": logging_config(settings.log_level)}
     try:
         import uvloop  # noqa: F401
@@ -248,7 +253,7 @@ def _draining_server_class() -> Any:
     return DrainingServer
 
 
-async def _quiesce(state: Any, quiet: float = 0.1, limit: float = 1.5) -> None:
+async def _quiesce(state: Any, quiet: float = 0.1, limit: float = QUIESCE_SECONDS) -> None:
     """Wait, at most ``limit`` seconds, until no request has started for ``quiet`` seconds.
 
     The listener is closed and every response now says ``Connection: close``, so busy clients
