@@ -73,14 +73,15 @@ class LoggedProcess:
 
 @contextlib.contextmanager
 def mcpcore_run(target: str, *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT,
-                wait: bool = True) -> Iterator[tuple[str, LoggedProcess]]:
-    """``python -m mcpcore run target --port <free> *args``; yields the base URL and the process
-    once ``/healthz`` answers (``wait``), ended by PID (SIGTERM, then SIGKILL) at the end."""
+                wait: bool = True, server: str = "mcpcore") -> Iterator[tuple[str, LoggedProcess]]:
+    """``python -m mcpcore run target --port <free> *args`` (``server="uvicorn"``: ``python -m
+    uvicorn`` instead); yields the base URL and the process once ``/healthz`` answers (``wait``),
+    ended by PID (SIGTERM, then SIGKILL) at the end."""
     port = free_port()
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **(env or {})}
-    proc = subprocess.Popen([sys.executable, "-m", "mcpcore", "run", target, "--host", "127.0.0.1", "--port",
-                             str(port), *args], cwd=cwd, env=full_env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    command = [sys.executable, "-m", "mcpcore", "run"] if server == "mcpcore" else [sys.executable, "-m", server]
+    proc = subprocess.Popen([*command, target, "--host", "127.0.0.1", "--port", str(port), *args], cwd=cwd,
+                            env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     logged = LoggedProcess(proc)
     base = f"http://127.0.0.1:{port}"
     try:
