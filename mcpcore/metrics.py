@@ -162,35 +162,19 @@ class CallObserver:
                 self._children[key] = found
         return found
 
-    @contextlib.contextmanager
-    def _timed(self, kind: str, name: str, inner: Any) -> Iterator[Callable[[bool], None]]:
+    def _timed(self, kind: str, name: str, inner: Callable[[bool], None] | None) -> _Timing:
         ok, failed, histogram = self._child(kind, name)
-        outcome = [False]
+        return _Timing(ok, failed, histogram, inner)
 
-        def report(is_error: bool) -> None:
-            outcome[0] = is_error
-            if inner is not None:
-                inner(is_error)
-
-        start = time.perf_counter()
-        try:
-            yield report
-        except BaseException:
-            outcome[0] = True
-            raise
-        finally:
-            histogram.observe(time.perf_counter() - start)
-            (failed if outcome[0] else ok).inc()
+    def tool_call(self, name: str, req: Any) -> contextlib.AbstractContextManager[Callable[[bool], None]]:
+        """A tool call: counted by outcome and timed (and the telemetry's span, when on)."""
+        if self.telemetry is None:
+            return self._timed("tool", name, None)
+        return self._traced_tool_call(name, req)
 
     @contextlib.contextmanager
-    def tool_call(self, name: str, req: Any) -> Iterator[Callable[[bool], None]]:
-        """A tool call: counted by outcome and timed (and the telemetry's span, when on)."""
-        tel = self.telemetry
-        if tel is None:
-            with self._timed("tool", name, None) as report:
-                yield report
-            return
-        with tel.tool_call(name, req) as inner, self._timed("tool", name, inner) as report:
+    def _traced_tool_call(self, name: str, req: Any) -> Iterator[Callable[[bool], None]]:
+        with self.telemetry.tool_call(name, req) as inner, self._timed("tool", name, inner) as report:
             yield report
 
     @contextlib.contextmanager
@@ -207,3 +191,32 @@ class CallObserver:
     def storage(self, op: str) -> contextlib.AbstractContextManager[None]:
         """The telemetry's storage span, when on."""
         return self.telemetry.storage(op) if self.telemetry is not None else contextlib.nullcontext()
+
+
+class _Timing:
+    """One observed call (a plain context manager: a call pays for no generator): entered, it
+    gives the function the pipeline reports the outcome to; left, it records the duration and
+    counts the outcome (an exception is an error)."""
+
+    __slots__ = ("failed", "histogram", "inner", "is_error", "ok", "start")
+
+    def __init__(self, ok: Any, failed: Any, histogram: Any, inner: Callable[[bool], None] | None) -> None:
+        self.ok = ok
+        self.failed = failed
+        self.histogram = histogram
+        self.inner = inner
+        self.is_error = False
+        self.start = 0.0
+
+    def report(self, is_error: bool) -> None:
+        self.is_error = is_error
+        if self.inner is not None:
+            self.inner(is_error)
+
+    def __enter__(self) -> Callable[[bool], None]:
+        self.start = time.perf_counter()
+        return self.report
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        self.histogram.observe(time.perf_counter() - self.start)
+        (self.failed if self.is_error or kind is not None else self.ok).inc()

@@ -20,10 +20,9 @@ from urllib.parse import urlsplit
 from .config import Settings
 from .errors import ConfigurationError
 from .metrics import count_redis_error
-from .redis_client import create_redis_client, describe_redis
 
-__all__ = ["RETRY_DELAYS", "RedisProblem", "check_redis", "components_needing_redis", "preflight", "probe",
-           "retry_until_back"]
+__all__ = ["RETRY_DELAYS", "RedisProblem", "check_redis", "components_needing_redis", "describe_redis", "preflight",
+           "probe", "retry_until_back"]
 
 log = logging.getLogger("mcpcore.redis")
 
@@ -101,6 +100,14 @@ async def probe(client: Any, settings: Settings) -> RedisProblem | None:
     return None
 
 
+def describe_redis(settings: Settings) -> str:
+    """Where the store is, without credentials (imported here only when a line needs it: the
+    client module imports redis, which an app without Redis never loads)."""
+    from .redis_client import describe_redis as describe
+
+    return describe(settings)
+
+
 def _refusal(component: str, settings: Settings, found: RedisProblem) -> str:
     return f"{component} cannot use Redis at {describe_redis(settings)}: {found.problem}; {found.fix}"
 
@@ -155,6 +162,8 @@ async def preflight(settings: Settings) -> None:
     parts = components_needing_redis(settings)
     if not parts:
         return
+    from .redis_client import create_redis_client
+
     client = create_redis_client(settings, needed_by=parts[0].split(" (")[1].rstrip(")"))
     try:
         found = await probe(client, settings)

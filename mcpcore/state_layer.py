@@ -10,7 +10,6 @@ from typing import Any
 from .config import Settings
 from .context import ContextServices
 from .layer import Layer
-from .redis_startup import check_redis
 from .storage.base import StorageProvider
 from .storage.service import CursorSigner, StateService
 from .wiring import state_provider
@@ -46,6 +45,8 @@ class ContextState(Layer):
             self._owned = provider
         if self.given is None and settings.storage_provider == "redis":
             # A wrong password or database stops startup; an unreachable Redis is retried meanwhile.
+            from .redis_startup import check_redis  # imports redis: only when the state lives there
+
             try:
                 self._retrying = await check_redis(provider.client, settings,  # type: ignore[attr-defined]
                                                    "ctx.state (STORAGE_PROVIDER_TYPE=redis)")

@@ -160,3 +160,20 @@ def test_two_workers_answer_one_sum() -> None:
             got = samples(r.text)
             assert value(got, "mcp_calls_total", kind="tool", name="shout", outcome="success") == calls
             assert value(got, "mcp_call_duration_seconds_count", kind="tool", name="shout") == calls
+
+
+@pytest.mark.anyio
+async def test_an_observed_call_asks_for_input_and_runs_dependencies_as_an_unobserved_one() -> None:
+    from tests.conftest import example_app
+
+    accept = {"user_name": {"action": "accept", "content": {"name": "Ada"}}}
+    app = example_app(request_state_key="k" * 32, metrics_enabled=True)
+    async with McpTestClient(app, era="modern", capabilities={"elicitation": {}}) as c:
+        before = samples((await c.http.get("http://127.0.0.1:8000/metrics")).text)
+        asked = await c.call_tool("test_input_required_result_elicitation")
+        assert asked["resultType"] == "input_required"
+        done = await c.call_tool("test_input_required_result_elicitation", inputResponses=accept)
+        assert done["content"][0]["text"] == "Hello, Ada!"
+        after = samples((await c.http.get("http://127.0.0.1:8000/metrics")).text)
+    labels = {"kind": "tool", "name": "test_input_required_result_elicitation", "outcome": "success"}
+    assert value(after, "mcp_calls_total", **labels) - value(before, "mcp_calls_total", **labels) == 2
