@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: help install run run-stdio test test-fast lint format typecheck conformance bench bench-smoke budget soak fuzz clean
+.PHONY: help install run run-stdio test test-fast lint format typecheck conformance bench bench-smoke budget soak fuzz docs lock clean
 
 help:
 	@echo "make run        serve examples/everything.py on http://$(HOST):$(PORT)/mcp (HOST/PORT overridable)"
@@ -17,6 +17,8 @@ help:
 	@echo "make bench      side-by-side benchmark (BENCH_ARGS='--duration 5');  make bench-smoke: a few seconds of it"
 	@echo "make budget     instructions per request held to benchmarks/budget/budgets.toml (also part of make test)"
 	@echo "make soak       10 minutes of sessions that come and go, RSS sampled (SOAK_ARGS='--minutes 10')"
+	@echo "make docs       the documentation site with the API reference, in site/ (mkdocs --strict)"
+	@echo "make lock       docker/requirements.lock again, with hashes (pip-compile)"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -71,5 +73,12 @@ soak: $(STAMP)
 fuzz: $(STAMP)
 	MCPCORE_FUZZ_EXAMPLES=$${MCPCORE_FUZZ_EXAMPLES:-100000} $(PY) -m pytest -q -p no:randomly tests/test_hostile.py tests/tasks/test_bounds.py -k fuzzed --timeout 0
 
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
+lock: $(STAMP)
+	$(VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras --extra redis --extra metrics \
+		--no-emit-index-url --no-emit-find-links --output-file docker/requirements.lock pyproject.toml
+
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache site

@@ -17,15 +17,16 @@ from .context import ContextServices
 from .definitions.depends import DependencyOverrides
 from .definitions.resources import CacheHint, build_resource
 from .layer import LayerInfo
-from .logs import LEVELS
+from .logs import LEVELS, ensure_logging
 from .middleware.base import Middleware
+from .observability import AppMetrics
 from .protocol.extensions import check_extensions
 from .runtime import Runtime
 from .security.sealing import RequestStateSealer
 from .server.dispatcher import Dispatcher
 from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
-from .serving import apply_http_limits, connection_close, lifespan_protocol, serve
+from .serving import apply_http_limits, check_shared_store, connection_close, lifespan_protocol, serve
 from .side_routes import SideRoutes
 from .stack import AppState, Stack, authenticator_for, open_layers, setup_context
 from .storage.base import StorageProvider
@@ -38,7 +39,6 @@ from .wiring import Stores, uses_request_input
 __all__ = ["McpApp"]
 
 log = logging.getLogger("mcpcore.app")
-
 
 
 class McpApp:
@@ -154,6 +154,8 @@ class McpApp:
             self.skills = serve_skills(self, skills)
         self.tasks = serve_tasks(self, self.stores.tasks)
         self.dispatcher.telemetry = self.telemetry
+        self.metrics = AppMetrics(self) if s.metrics_enabled else None
+        """Prometheus metrics (``MCP_METRICS_ENABLED``), served at ``MCP_METRICS_PATH``; ``None``: off."""
         self.stack = Stack(s, self.authenticator, self.services, storage, self.events, middleware)
         """The app's layers (:mod:`mcpcore.stack`); ``app.layers`` lists them."""
         self.stack.state.telemetry = self.telemetry
@@ -243,8 +245,10 @@ class McpApp:
         """Open stores and start background work (idempotent). Run by the ASGI lifespan."""
         if self._started:
             return
+        ensure_logging(self.settings.log_level)  # plain uvicorn: JSON lines unless logging is set up
         if transport == "http":
             self.services.session_mode = self.session_mode
+            check_shared_store(self.settings)
         if self.dispatcher.sealer is None and uses_request_input(self.registry):
             log.warning("MCP_REQUEST_STATE_KEY is unset: request state that definitions hand to ctx.request_input "
                         "travels unsigned, and any client can forge it")
@@ -253,6 +257,8 @@ class McpApp:
         try:
             await open_layers(exit_stack, self.stack.framework, self.settings, self.redis)
             await self.stores.open(exit_stack, self._on_route, self.tasks)
+            if self.metrics is not None:
+                await self.metrics.open(exit_stack)
             self.dispatcher.closing.reset()
             sweeper = asyncio.get_running_loop().create_task(self.stores.sweep_forever())
             exit_stack.callback(sweeper.cancel)

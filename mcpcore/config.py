@@ -154,6 +154,7 @@ class Settings:
     storage_max_entries: int = _env("STORAGE_MAX_ENTRIES", _int(1), 10_000)
     redis_url: str | None = _env("REDIS_URL", _str, None)
     session_store: str = _env("MCP_SESSION_STORE", _choice("memory", "redis"), "memory")
+    require_shared_store: bool = _env("MCP_REQUIRE_SHARED_STORE", _bool, False)
     redis_mode: str = _env("MCP_REDIS_MODE", _choice("standalone", "cluster", "sentinel"), "standalone")
     redis_sentinels: tuple[str, ...] = _env("MCP_REDIS_SENTINELS", _hostports, ())
     redis_sentinel_master: str | None = _env("MCP_REDIS_SENTINEL_MASTER", _str, None)
@@ -162,6 +163,8 @@ class Settings:
     request_state_key: str | None = _env("MCP_REQUEST_STATE_KEY", _str, None)
     auth_mode: str = _env("MCP_AUTH_MODE", _choice("none", "jwt", "oauth", "introspection"), "none")
     otel_enabled: bool = _env("OTEL_ENABLED", _bool, False)
+    metrics_enabled: bool = _env("MCP_METRICS_ENABLED", _bool, False)
+    metrics_path: str = _env("MCP_METRICS_PATH", _path, "/metrics")
     # Auth (see mcpcore.auth): validated by create_authenticator at startup, not here.
     auth_secret_key: SecretStr | None = _env("MCP_AUTH_SECRET_KEY", _secret, None)  # noqa: RUF009
     jwt_expected_issuer: str | None = _env("MCP_JWT_EXPECTED_ISSUER", _str, None)

@@ -37,6 +37,7 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from .config import Settings
+from .metrics import hit_ceiling
 
 __all__ = ["HttpLimits", "LimitedHttpToolsProtocol", "set_limits"]
 
@@ -45,6 +46,10 @@ _HEADER_OVERHEAD = 4  # ": " and CRLF around each header line
 _LINGER = -2  # ``_head`` of a refused connection: what still arrives is read and dropped
 _DETACHED = -3  # ``_head`` once the connection is handed to a WebSocket protocol
 LINGER_SECONDS = 1.0
+_CEILINGS = {b"too many connections\n": "connections", b"request header fields too large\n": "header_size",
+             b"request header not received in time\n": "header_timeout",
+             b"request body not received in time\n": "body_timeout"}
+"""The ``ceiling`` label (``mcp_http_ceiling_hits_total``) of each refusal's body."""
 """How long a refused connection's further bytes are read and dropped before it is closed: a
 close with unread bytes would reset the connection, and the client might lose the answer."""
 
@@ -306,6 +311,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             reason = b"request header fields too large\n" if status == 431 else b"request header not received in time\n"
             self._refuse(status, reason)
         else:
+            hit_ceiling("header_size" if status == 431 else "header_timeout")
             self._head = _LINGER
             self.parser = _DISCARD  # type: ignore[assignment]
             self._cancel_timers()
@@ -317,6 +323,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._head = _LINGER
         self.parser = _DISCARD  # type: ignore[assignment]
         self._cancel_timers()
+        hit_ceiling(_CEILINGS.get(body, str(status)))
         transport = self.transport
         parts = [STATUS_LINE[status]]
         for name, value in self.server_state.default_headers:

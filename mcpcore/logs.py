@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -20,7 +19,9 @@ __all__ = [
     "JsonFormatter",
     "add_sensitive_fields",
     "configure_logging",
+    "ensure_logging",
     "level_number",
+    "logging_config",
     "normalize_level",
     "redact",
 ]
@@ -120,6 +121,7 @@ class JsonFormatter(logging.Formatter):
             "level": level_name(record.levelno) if record.levelno in _NAMES else record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
+            "pid": record.process,
         }
         for k, v in record.__dict__.items():
             if k not in _RESERVED and not k.startswith("_"):
@@ -133,14 +135,49 @@ class JsonFormatter(logging.Formatter):
         return _json.dumps_str(redact(line))
 
 
+def logging_config(level: str = "info") -> dict[str, Any]:
+    """The ``logging.config.dictConfig`` of ``mcpcore run``: mcpcore's records as JSON lines on
+    stderr at ``level``, uvicorn's own warnings and errors as JSON lines too, no access log.
+
+    ``mcpcore run`` hands it to uvicorn, which applies it in every process it starts (each
+    ``--workers`` worker, the ``--reload`` child), so they all log as a single process does."""
+    number = LEVELS.get(normalize_level(level) or "info", logging.INFO)
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "mcpcore.logs.JsonFormatter"}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}},
+        "loggers": {
+            "mcpcore": {"handlers": ["stderr"], "level": number, "propagate": False},
+            "uvicorn": {"handlers": ["stderr"], "level": logging.WARNING, "propagate": False},
+            "uvicorn.error": {"level": logging.WARNING},
+            "uvicorn.access": {"handlers": [], "level": logging.WARNING, "propagate": False},
+        },
+    }
+
+
 def configure_logging(level: str = "info", stream: Any = None) -> None:
     """Send mcpcore's records to ``stream`` (stderr) as JSON lines at ``level``.
 
     For the CLI and examples; libraries embedding mcpcore configure logging themselves.
     """
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger("mcpcore")
-    root.handlers[:] = [handler]
-    root.setLevel(LEVELS.get(normalize_level(level) or "info", logging.INFO))
-    root.propagate = False
+    import logging.config
+
+    config = logging_config(level)
+    if stream is not None:
+        del config["handlers"]["stderr"]["stream"]
+        config["handlers"]["stderr"]["()"] = lambda: logging.StreamHandler(stream)
+        config["handlers"]["stderr"].pop("class")
+    logging.config.dictConfig(config)
+
+
+def ensure_logging(level: str = "info") -> bool:
+    """:func:`configure_logging` unless logging is configured already (a handler on the
+    ``mcpcore`` logger or on the root logger); returns whether it configured it.
+
+    An app's startup calls it, so ``uvicorn server:app`` logs JSON lines like ``mcpcore run``
+    while an application that set up its own logging keeps it."""
+    if logging.getLogger("mcpcore").handlers or logging.getLogger().handlers:
+        return False
+    configure_logging(level)
+    return True

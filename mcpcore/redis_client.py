@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from .config import Settings
 from .errors import ConfigurationError, JsonRpcErrorCode, McpError
+from .metrics import count_redis_error
 
 __all__ = ["UNAVAILABLE", "cluster_unreachable", "create_redis_client", "describe_redis", "guarded", "is_cluster",
            "redis_unavailable"]
@@ -56,7 +57,8 @@ def cluster_unreachable(exc: BaseException) -> bool:
 
 
 def redis_unavailable(exc: BaseException) -> McpError:
-    """The 503 answer while the shared store cannot be reached."""
+    """The 503 answer while the shared store cannot be reached (counted in the metrics)."""
+    count_redis_error(exc)
     return McpError(JsonRpcErrorCode.ServiceUnavailable,
                     "The session store (Redis) is unreachable; retry shortly.", {"reason": "store_unavailable"})
 

@@ -8,18 +8,30 @@ reverse.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .asgi_types import Message, Receive, Send
 from .config import Settings
 from .errors import ConfigurationError
-from .logs import configure_logging
+from .logs import configure_logging, logging_config
 
-__all__ = ["NAMED_PROTOCOL", "Servable", "apply_http_limits", "connection_close", "endpoint_url",
-           "lifespan_protocol", "serve", "serving_line", "settings_of"]
+__all__ = ["DRAIN_SECONDS", "NAMED_PROTOCOL", "QUIESCE_SECONDS", "Servable", "apply_http_limits",
+           "check_shared_store", "connection_close", "endpoint_url", "lifespan_protocol", "serve", "serving_line",
+           "settings_of"]
 
 log = logging.getLogger("mcpcore.cli")
+
+DRAIN_SECONDS = 5
+"""After SIGTERM, how long requests in flight have to finish before uvicorn closes them."""
+QUIESCE_SECONDS = 1.5
+"""Before that, how long a draining server waits for busy keep-alive clients to leave."""
 
 
 @runtime_checkable
@@ -151,6 +163,26 @@ def serving_line(app: Any, transport: str, host: str = "", port: int = 0) -> str
     return f"mcpcore listening on {url} (MCP over Streamable HTTP{extra}; Ctrl+C to quit)"
 
 
+def check_shared_store(settings: Settings, workers: int = 1) -> None:
+    """Refuse in-memory stores when ``MCP_REQUIRE_SHARED_STORE`` says the server runs as several
+    processes; warn when ``workers`` > 1 would split them between the workers.
+
+    Raises:
+        ConfigurationError: ``MCP_REQUIRE_SHARED_STORE=true`` with ``MCP_SESSION_STORE=memory``.
+    """
+    if settings.session_store != "memory":
+        return
+    if settings.require_shared_store:
+        raise ConfigurationError(
+            "MCP_REQUIRE_SHARED_STORE=true but MCP_SESSION_STORE=memory: sessions, event buffers and tasks would "
+            "live in each process alone; set MCP_SESSION_STORE=redis and REDIS_URL")
+    if workers > 1:
+        log.warning(f"--workers {workers} with MCP_SESSION_STORE=memory: each worker keeps its own sessions, event "
+                    "buffers and tasks, so a client whose next request reaches another worker gets 404 Session not "
+                    "found; set MCP_SESSION_STORE=redis and REDIS_URL, or MCP_REQUIRE_SHARED_STORE=true to refuse "
+                    "to start like this", extra={"fields": {"workers": workers, "setting": "MCP_SESSION_STORE"}})
+
+
 def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, reload: bool = False,
           target: str | None = None) -> None:
     """Serve ``app`` over stdio or HTTP (uvicorn with uvloop and httptools).
@@ -173,8 +205,14 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
     configure_logging(settings.log_level)
     if _is_mcp_app(app):
         _ = app.session_mode  # a contradictory session configuration fails here, before binding
+    check_shared_store(settings, workers if target is not None else 1)
+    from .redis_startup import preflight
+
+    asyncio.run(preflight(settings))  # a wrong password or database: exit 2 before any worker starts
+    # Every process uvicorn starts (workers, the reload child) applies this configuration itself.
     options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False,
-                               "lifespan": "on", "timeout_graceful_shutdown": 5}
+                               "lifespan": "on", "timeout_graceful_shutdown": DRAIN_SECONDS,
+                               "log_config": logging_config(settings.log_level)}
     try:
         import uvloop  # noqa: F401
         options["loop"] = "uvloop"
@@ -190,7 +228,8 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
         options["http"] = LimitedHttpToolsProtocol
     if (workers > 1 or reload) and target is not None:
         _announce(app, host, port)
-        uvicorn.run(target, workers=workers, reload=reload, **options)
+        with _multiprocess_metrics(settings.metrics_enabled and workers > 1):
+            uvicorn.run(target, workers=workers, reload=reload, **options)
         return
     config = uvicorn.Config(app, **options)
     if limits is not None:
@@ -199,6 +238,30 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
     server.mcp_app = app if _is_mcp_app(app) else None
     server.served_app = app
     server.run()
+    if not server.started:  # the app's startup failed (logged): exit as uvicorn does
+        raise SystemExit(3)
+
+
+@contextlib.contextmanager
+def _multiprocess_metrics(on: bool) -> Iterator[None]:
+    """With metrics under several workers: the folder where prometheus-client's multiprocess
+    mode keeps each worker's values (``PROMETHEUS_MULTIPROC_DIR``, emptied first; a temporary
+    one, removed at the end, when unset). Workers inherit it before they import the library."""
+    if not on:
+        yield
+        return
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    folder = Path(given) if given else Path(tempfile.mkdtemp(prefix="mcpcore-metrics-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.db"):  # values of an earlier run would be added to this one's
+        stale.unlink()
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+    try:
+        yield
+    finally:
+        if not given:
+            shutil.rmtree(folder, ignore_errors=True)
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
 
 def _announce(app: Any, host: str, port: int) -> None:
@@ -247,7 +310,7 @@ def _draining_server_class() -> Any:
     return DrainingServer
 
 
-async def _quiesce(state: Any, quiet: float = 0.1, limit: float = 1.5) -> None:
+async def _quiesce(state: Any, quiet: float = 0.1, limit: float = QUIESCE_SECONDS) -> None:
     """Wait, at most ``limit`` seconds, until no request has started for ``quiet`` seconds.
 
     The listener is closed and every response now says ``Connection: close``, so busy clients

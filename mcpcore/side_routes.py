@@ -1,6 +1,6 @@
 """The routes an app serves beside its MCP transports: probes, the protected-resource metadata,
-the landing page and the server card. Each is public by design (none reads a token), answers
-GET and HEAD, and passes the same Host/Origin guard as ``/mcp``."""
+the landing page, the server card and (when enabled) the Prometheus metrics. Each is public by
+design (none reads a token), answers GET and HEAD, and passes the same Host/Origin guard as ``/mcp``."""
 
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ class SideRoutes:
         if app.authenticator is not None:
             for path in metadata_routes(app.settings, app.path):
                 routes[path] = "RFC 9728 protected-resource metadata (clients read it before they have a token)"
+        if app.metrics is not None:
+            routes[app.metrics.path] = "Prometheus metrics (MCP_METRICS_ENABLED; counts and names, no payloads)"
         if app.landing if app.landing is not None else not mounted:
             routes["/"] = "landing page (with auth on: no definitions listed)"
             routes["/.well-known/mcp.json"] = "server card (with auth on: no definitions listed)"
@@ -71,6 +73,8 @@ class SideRoutes:
                                                            "checks": checks})
         elif path in ("/", "/.well-known/mcp.json"):
             await self._describe(scope, send, path)
+        elif self.app.metrics is not None and path == self.app.metrics.path:
+            await self.app.metrics.answer(send)
         else:
             await self._protected_resource_metadata(scope, send)
 

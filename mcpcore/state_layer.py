@@ -3,6 +3,7 @@ request's context reaches (``ctx.values`` lives on the context itself)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -33,6 +34,7 @@ class ContextState(Layer):
         self.given = given
         self.telemetry: Any = None
         self._owned: StorageProvider | None = None
+        self._retrying: asyncio.Task[None] | None = None
 
     def where(self) -> str:
         return "mcpcore.storage.service.StateService"
@@ -41,14 +43,28 @@ class ContextState(Layer):
         provider = state_provider(settings, self.given)
         if self.given is None:
             self._owned = provider
-        try:
-            await provider.ping()
-        except Exception as exc:  # keep serving: /readyz reports it and requests get a clear 503
-            log.error("ctx.state storage is unreachable at startup: %s", getattr(exc, "message", exc))
+        if self.given is None and settings.storage_provider == "redis":
+            # A wrong password or database stops startup; an unreachable Redis is retried meanwhile.
+            from .redis_startup import check_redis  # imports redis: only when the state lives there
+
+            try:
+                self._retrying = await check_redis(provider.client, settings,  # type: ignore[attr-defined]
+                                                   "ctx.state (STORAGE_PROVIDER_TYPE=redis)")
+            except BaseException:
+                await provider.close()
+                raise
+        else:
+            try:
+                await provider.ping()
+            except Exception as exc:  # keep serving: /readyz reports it and requests get a clear 503
+                log.error("ctx.state storage is unreachable at startup: %s", getattr(exc, "message", exc))
         signer = CursorSigner.from_settings(settings.storage_cursor_key, settings.request_state_key)
         self.services.state = StateService(provider, signer, self.telemetry)
 
     async def shutdown(self) -> None:
+        if self._retrying is not None:
+            self._retrying.cancel()
+            self._retrying = None
         owned, self._owned = self._owned, None
         if owned is not None:
             await owned.close()

@@ -51,7 +51,7 @@ class Stores:
     here or, as the bus says, on another instance."""
 
     def __init__(self, settings: Settings, live: LiveSessions) -> None:
-        s = settings
+        s = self.settings = settings
         sweep_period = self.sweep_period = max(1.0, min(60.0, s.session_idle_ms / 3000))
         self.live = live
         self.shared = s.session_store == "redis"
@@ -126,6 +126,11 @@ class Stores:
         ``tasks`` (they listen to the bus); ``stack`` closes what this opened, in reverse."""
         if self.redis is not None:
             stack.push_async_callback(self.redis.aclose)
+            from .redis_startup import check_redis
+
+            retrying = await check_redis(self.redis, self.settings, "the session store (MCP_SESSION_STORE=redis)")
+            if retrying is not None:
+                stack.callback(retrying.cancel)
         await self.bus.start()
         stack.push_async_callback(self.bus.close)
         self.bus.subscribe(on_route)

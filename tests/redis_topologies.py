@@ -16,7 +16,7 @@ import pytest
 
 from tests.storage.conftest import INSTALL_HINT, free_port
 
-__all__ = ["SentinelSet", "Topology", "redis_cluster", "redis_sentinel_set", "redis_topology"]
+__all__ = ["SentinelSet", "Topology", "redis_alone", "redis_cluster", "redis_sentinel_set", "redis_topology"]
 
 MASTER = "mcpcore-primary"
 
@@ -139,6 +139,21 @@ def _stop(procs: dict[int, subprocess.Popen[bytes]]) -> None:
 def _server(port: int, folder: Path, *extra: str) -> list[str]:
     return [_exe("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--dir", str(folder), "--daemonize", "no", *extra]
+
+
+@contextlib.contextmanager
+def redis_alone(tmp: Path, *extra: str, port: int | None = None) -> Iterator[int]:
+    """One ``redis-server`` with ``extra`` arguments (``--requirepass``, ``--cluster-enabled yes``)
+    on ``port`` or a free one; yields the port once it answers anything, stopped by PID at the end."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    port = port or _node_port()
+    log = tmp / f"redis-{port}.log"
+    proc = _start(_server(port, tmp, *extra), log)
+    try:
+        _wait(f"redis-server {port}", lambda: _ask(port, "PING") != "", log=log, proc=proc)
+        yield port
+    finally:
+        _stop({port: proc})
 
 
 @contextlib.contextmanager

@@ -16,13 +16,13 @@ PACKAGE = ROOT / "mcpcore"
 # Lowest first. A module belongs to the layer of its first part below mcpcore (the package's
 # own __init__ is the public API, on top).
 LAYERS: list[set[str]] = [
-    {"_json", "_version", "asgi_types", "errors", "logs", "config", "queues", "content", "jsonschema"},
-    {"protocol", "security", "redis_client", "redis_sentinel"},
+    {"_json", "_version", "asgi_types", "errors", "logs", "config", "queues", "content", "jsonschema", "metrics"},
+    {"protocol", "security", "redis_client", "redis_sentinel", "redis_startup"},
     {"context", "storage", "bus", "sessions", "auth", "telemetry", "layer"},
     {"definitions", "extensions"},
     {"server", "lint", "middleware", "tasks"},
     {"runtime", "transports"},
-    {"landing", "side_routes", "serving", "http_limits", "wiring", "state_layer", "stack"},
+    {"landing", "side_routes", "serving", "http_limits", "wiring", "state_layer", "stack", "observability"},
     {"app"},
     {"cli", "testing", "__main__", ""},
 ]

@@ -10,6 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+PUBLISHED = "https://github.com/mcpcore/mcpcore"
+"""Where the README's links point: it is read on the package index too, where relative links break
+(the ``Repository`` URL of pyproject.toml; tests/docs/test_readme_links.py keeps them equal)."""
+RAW = "https://raw.githubusercontent.com/mcpcore/mcpcore/main"
 START = "<!-- bench:start (written by make bench from docs/bench/results.json) -->"
 END = "<!-- bench:end -->"
 
@@ -38,7 +42,7 @@ def render_section(report: dict[str, Any], results_dir: str = "docs/bench") -> s
                f"pinned core, wrk ({s['connections']} connections) on the other; medians of {s['repeat']} runs of "
                f"{s['duration']} s. Ratios are mcpcore's req/s over the other server's, from the same run "
                f"(higher is better); the Redis row compares with the in-memory servers' `call_2025`. "
-               f"All tables: [{results_dir}/results.md]({results_dir}/results.md).")
+               f"All tables: [{results_dir}/results.md]({PUBLISHED}/blob/main/{results_dir}/results.md).")
     out.append("")
     out.append("| scenario | mcpcore req/s | " + " | ".join(f"vs {label}" for _, label in PEERS)
                + " | p99 vs bare Starlette |")
@@ -84,7 +88,7 @@ def render_section(report: dict[str, Any], results_dir: str = "docs/bench") -> s
             f"{t['value']:+.1%}" if t["unit"] == "frac" else f"{t['value']:.1f} {t['unit']}")
         out.append(f"| {t['target']} | {value} | {t['verdict']} |")
     out.append("")
-    out.append(f"![requests per second, mcpcore and the other servers]({results_dir}/chart.png)")
+    out.append(f"![requests per second, mcpcore and the other servers]({RAW}/{results_dir}/chart.png)")
     out.append("")
     out.append(END)
     return "\n".join(out)

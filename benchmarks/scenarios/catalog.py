@@ -83,6 +83,12 @@ SCENARIOS: list[Scenario] = [
              "Unlike req/s on a shared machine this count does not move between runs (see "
              "benchmarks/scenarios/instructions.py).",
              "instructions", "modern", "tools/call", echo_call(), "echo", ORDER),
+    Scenario("instr_2026_metrics", "Instructions per tools/call with Prometheus metrics on, 2026-07-28 (valgrind)",
+             "instr_2026's request and count on mcpcore with MCP_METRICS_ENABLED=true: what counting and timing "
+             "each call for /metrics costs per request (instr_2026 is the same server with metrics off).",
+             "instructions", "modern", "tools/call", echo_call(), "echo", ["mcpcore"],
+             skip=dict.fromkeys(("sdk", "sdk_low", "fastmcp", "starlette", "asgi"), "mcpcore's own setting"),
+             env={"mcpcore": {"MCP_METRICS_ENABLED": "true"}}),
     Scenario("instr_2025", "Instructions per tools/call, 2025 stateful session (valgrind)",
              "call_2025's exact request and session, counted as in instr_2026.",
              "instructions", "legacy", "tools/call", echo_call(), "echo", ORDER, env=SESSION_ENV),

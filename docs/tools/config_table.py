@@ -93,6 +93,9 @@ MEANINGS: dict[str, str] = {
                  "database and TLS (its host is not used).",
     "MCP_SESSION_STORE": "Where sessions, the resumable event buffer and the notification bus live: "
                          "`memory` (this process) or `redis` (shared by every instance).",
+    "MCP_REQUIRE_SHARED_STORE": "`true`: refuse to start over HTTP unless `MCP_SESSION_STORE=redis` (for a "
+                                "server run as several workers or instances, where in-memory sessions break "
+                                "clients); unset, `--workers` > 1 with in-memory stores only warns.",
     "MCP_REDIS_MODE": "Redis topology for every Redis part: `standalone`, `cluster` (keys hash-tagged per "
                       "session and tenant, sharded pub/sub; Redis 7) or `sentinel` (primary found through "
                       "the sentinels, followed across failovers).",
@@ -110,6 +113,10 @@ MEANINGS: dict[str, str] = {
                      "`introspection` (opaque tokens checked at an RFC 7662 endpoint, answers cached). "
                      "`McpApp(auth=...)` takes your own `TokenVerifier` instead.",
     "OTEL_ENABLED": "Trace and meter handler calls through the OpenTelemetry API (needs `mcpcore[otel]`).",
+    "MCP_METRICS_ENABLED": "Serve Prometheus metrics at `MCP_METRICS_PATH` (needs `mcpcore[metrics]`; "
+                           "`--workers` > 1: summed over the workers); see docs/metrics.md.",
+    "MCP_METRICS_PATH": "Path of the Prometheus metrics (a side route: GET and HEAD, the Host/Origin guard, "
+                        "no token).",
     "MCP_AUTH_SECRET_KEY": "`jwt` mode: the HS256 secret, at least 32 characters.",
     "MCP_JWT_EXPECTED_ISSUER": "`jwt` mode: required `iss` of every token, when set.",
     "MCP_JWT_EXPECTED_AUDIENCE": "`jwt` mode: required `aud` of every token, when set.",

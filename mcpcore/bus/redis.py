@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from ..metrics import count_redis_error
 from ..redis_client import guarded, is_cluster
 from .base import BusEvent
 from .memory import LocalBus
@@ -135,6 +136,7 @@ class RedisBus:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                count_redis_error(exc)
                 if self.connected.is_set():
                     log.warning("lost the Redis bus connection (%s); reconnecting", type(exc).__name__)
                 self.connected.clear()

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigurationError, JsonRpcErrorCode, McpError
+from ..metrics import count_rate_limited
 from .base import Call, CallNext, Middleware
 from .windows import MemoryWindows, RedisWindows, Windows
 
@@ -154,6 +155,7 @@ class RateLimit(Middleware):
                 log.warning("the rate limiter's Redis is unreachable; admitting calls unlimited (fail='open')")
             return
         if wait_ms:
+            count_rate_limited(self.name)
             seconds = wait_ms / 1000
             raise McpError(JsonRpcErrorCode.RateLimited,
                            f"Rate limit exceeded: at most {self.limit} calls per {self.window_ms / 1000:g} s.",

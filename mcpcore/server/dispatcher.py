@@ -16,6 +16,7 @@ from ..context import ContextServices, Inbound
 from ..context.inputs import InputRequired
 from ..definitions.resources import CacheHint
 from ..errors import JsonRpcErrorCode, McpError, classify, quoted
+from ..metrics import count_error
 from ..middleware.base import Call, Middleware
 from ..protocol.jsonrpc import error_response, result_response
 from ..protocol.limits import check_params
@@ -257,12 +258,14 @@ class Dispatcher:
         except McpError as exc:
             req.error_code = exc.code
             req.error_data = exc.data
+            count_error(exc.code)
             return error_response(rid, exc.to_wire(req.request_id))
         except asyncio.CancelledError:
             raise
         except (Exception, InputRequired) as exc:  # InputRequired: asked where no input round runs
             err = classify(exc)
             req.error_code = err.code
+            count_error(err.code)
             log.error("Unhandled error in %s", method, exc_info=exc, extra={"fields": {"requestId": req.request_id}})
             return error_response(rid, err.to_wire(req.request_id))
 

@@ -57,6 +57,8 @@ class Notifier:
         self._tasks: set[asyncio.Task[None]] = set()
         self.may_read: Callable[[str, Inbound], bool] = _sees_all
         """Whether a request's caller may read a resource (the server's visibility rules)."""
+        self.observe: Callable[[BusEvent], None] | None = None
+        """Told of every event published (the app's metrics count task transitions)."""
 
     def __call__(self, event: dict[str, Any], req: Inbound) -> None:
         origin = None
@@ -74,6 +76,8 @@ class Notifier:
         self.publish({**event, "origin": origin})
 
     def publish(self, event: BusEvent) -> None:
+        if self.observe is not None:
+            self.observe(event)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

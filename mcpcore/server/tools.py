@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import Context, Inbound
 from ..definitions.tools import ToolDefinition
 from ..errors import JsonRpcErrorCode, McpError, quoted
+from ..metrics import count_error
 from ..protocol.versions import Era
 from .invoke import Family, invoke
 from .results import tool_error_result, tool_success_result
@@ -36,6 +37,7 @@ class ToolFamily(Family[ToolDefinition]):
         return result if d.app is None else d.app.shape(result, req.client_capabilities)
 
     def failed(self, d: ToolDefinition, err: McpError, req: Inbound) -> dict[str, Any]:
+        count_error(err.code)
         return tool_error_result(err, d.errors, req.request_id)
 
     def observe(self, tel: Telemetry, d: ToolDefinition, req: Inbound,

@@ -32,6 +32,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 
 from ..config import Settings
 from ..errors import JsonRpcErrorCode, McpError
+from ..metrics import count_redis_error
 from ..redis_client import UNAVAILABLE, create_redis_client, describe_redis
 from .base import ListPage
 
@@ -183,6 +184,7 @@ class RedisStorage:
         except McpError:
             raise
         except _UNAVAILABLE as exc:
+            count_redis_error(exc)
             # The detail (host, port, the driver's words) is for the operator's log, not the caller.
             detail = str(exc).split("\n", 1)[0][:200].rstrip(". ") or type(exc).__name__
             log.warning("Redis storage at %s is unavailable (%s): %s; check REDIS_URL and that the server is running",
@@ -190,6 +192,7 @@ class RedisStorage:
             raise McpError(JsonRpcErrorCode.ServiceUnavailable, "The state store is unavailable; retry shortly.",
                            {"reason": "storage_unavailable"}, cause=exc) from exc
         except rex.RedisError as exc:
+            count_redis_error(exc)
             detail = str(exc).split("\n", 1)[0][:200].rstrip(". ") or type(exc).__name__
             log.error("Redis storage at %s rejected %s: %s", self._where, op, detail)
             raise McpError(JsonRpcErrorCode.DatabaseError, f"The state store rejected {op}.",

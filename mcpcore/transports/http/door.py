@@ -24,6 +24,7 @@ from ...config import Settings
 from ...context import AuthInfo
 from ...errors import JsonRpcErrorCode
 from ...layer import Layer, qualified
+from ...metrics import hit_ceiling
 from ...protocol.jsonrpc import too_deep
 from ...protocol.limits import SHORTEST_BOUND
 from ..authn import authenticate, refuse
@@ -185,11 +186,13 @@ class BodyLimit(Layer):
             return ANSWERED
         if len(body) > self.depth_floor and len(body) - len(body.translate(None, b"{[")) > self.max_depth and \
                 too_deep(msg, self.max_depth):
+            hit_ceiling("json_depth")
             await error(send, 400, JsonRpcErrorCode.InvalidRequest,
                         f"Bad Request: JSON nested deeper than {self.max_depth} levels.")
             return ANSWERED
         return msg
 
     async def _too_large(self, send: Send) -> Literal[_Answered.SENT]:
+        hit_ceiling("body_size")
         await error(send, 413, JsonRpcErrorCode.InvalidRequest, f"Payload Too Large: the limit is {self.limit} bytes.")
         return ANSWERED
