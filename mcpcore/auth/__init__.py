@@ -11,7 +11,11 @@ A library with a narrow interface; the transport wires it in:
 - RFC 9728 metadata: :func:`protected_resource_metadata` at :func:`metadata_routes`, URL for
   challenges from :func:`metadata_url`;
 - your own verification: a :class:`TokenVerifier` (``McpApp(auth=...)``); RFC 7662 introspection:
-  :class:`IntrospectionVerifier` (``MCP_AUTH_MODE=introspection``).
+  :class:`IntrospectionVerifier` (``MCP_AUTH_MODE=introspection``);
+- the host app's user as the caller: :class:`HostIdentity` (``McpApp(auth=HostIdentity(...))`` or
+  ``MCP_AUTH_HOST_IDENTITY``), composing with the token modes;
+- DPoP-bound tokens (RFC 9449, ``MCP_AUTH_DPOP``): :class:`DPoPGuard` around the token authenticator;
+- delegated calls downstream (RFC 8693 token exchange): :mod:`mcpcore.auth.delegation`.
 
 Every signature check is PyJWT's (``jwt.decode`` with explicit ``algorithms``); nothing here
 verifies a signature by hand.
@@ -28,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 from .base import MAX_TOKEN_BYTES, Authenticator, parse_bearer, single_authorization
 from .claims import TENANT_ID_MAX_LENGTH, auth_info_from_claims, is_valid_tenant_id, scopes_from_claims
 from .errors import AuthError, AuthErrorCode, AuthStatus
-from .factory import create_authenticator
+from .factory import app_authenticator, create_authenticator
+from .host import Caller, HostIdentity
 from .metadata import (
     PRM_CACHE_CONTROL,
     WELL_KNOWN_PRM,
@@ -42,6 +47,8 @@ from .scopes import HasAuth, check_scopes, has_scopes
 from .verifier import TokenVerifier, VerifierAuthenticator
 
 if TYPE_CHECKING:
+    from .dpop import jwk_thumbprint
+    from .dpop_guard import DPoPGuard
     from .introspection import IntrospectionVerifier
     from .jwt_auth import MIN_SECRET_LENGTH, JwtAuthenticator
     from .oauth import OAuthAuthenticator
@@ -56,18 +63,23 @@ __all__ = [
     "AuthErrorCode",
     "AuthStatus",
     "Authenticator",
+    "Caller",
+    "DPoPGuard",
     "HasAuth",
+    "HostIdentity",
     "IntrospectionVerifier",
     "JwtAuthenticator",
     "MetadataUrls",
     "OAuthAuthenticator",
     "TokenVerifier",
     "VerifierAuthenticator",
+    "app_authenticator",
     "auth_info_from_claims",
     "check_scopes",
     "create_authenticator",
     "has_scopes",
     "is_valid_tenant_id",
+    "jwk_thumbprint",
     "metadata_routes",
     "metadata_url",
     "parse_bearer",
@@ -78,7 +90,7 @@ __all__ = [
 ]
 
 _LAZY = {"MIN_SECRET_LENGTH": "jwt_auth", "JwtAuthenticator": "jwt_auth", "OAuthAuthenticator": "oauth",
-         "IntrospectionVerifier": "introspection"}
+         "IntrospectionVerifier": "introspection", "DPoPGuard": "dpop_guard", "jwk_thumbprint": "dpop"}
 
 
 def __getattr__(name: str) -> Any:

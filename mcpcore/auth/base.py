@@ -6,13 +6,14 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..asgi_types import Scope
 from ..context import AuthInfo
 from .errors import AuthError
 
 if TYPE_CHECKING:  # PyJWT (and cryptography under it) load with the first authenticator only
     import jwt
 
-__all__ = ["MAX_TOKEN_BYTES", "Authenticator", "parse_bearer", "single_authorization"]
+__all__ = ["MAX_TOKEN_BYTES", "Authenticator", "authorization_of", "parse_bearer", "single_authorization"]
 
 # A bearer token larger than this is refused before any parsing (hostile input).
 MAX_TOKEN_BYTES = 16 * 1024
@@ -28,8 +29,15 @@ class Authenticator(Protocol):
     shutdown. ``authenticate`` is safe to call concurrently.
     """
 
-    mode: str
-    """``"jwt"`` or ``"oauth"``."""
+    @property
+    def mode(self) -> str:
+        """``"jwt"``, ``"oauth"``, ``"introspection"``, ``"custom"`` (a ``TokenVerifier``) or ``"host"``.
+
+    An authenticator that reads more of the request than its ``Authorization`` header (the host
+    app's user, a DPoP proof) also has ``async def authenticate_request(scope) -> AuthInfo``,
+    which the door calls instead of :meth:`authenticate`; one that can use the app's shared
+    Redis client has ``share(redis)``, called before :meth:`start`."""
+        ...
 
     async def start(self) -> None:
         """Acquire resources (HTTP client); never fails because an issuer is unreachable."""
@@ -59,6 +67,11 @@ def single_authorization(values: Sequence[str]) -> str | None:
     if len(values) > 1:
         raise AuthError.invalid_request("Multiple Authorization headers.", reason="multiple_headers")
     return values[0]
+
+
+def authorization_of(scope: Scope) -> str | None:
+    """The request's one ``Authorization`` header (:func:`single_authorization` of its headers)."""
+    return single_authorization([v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"])
 
 
 def parse_bearer(authorization: str | None) -> str:
