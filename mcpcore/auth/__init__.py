@@ -47,11 +47,21 @@ from .scopes import HasAuth, check_scopes, has_scopes
 from .verifier import TokenVerifier, VerifierAuthenticator
 
 if TYPE_CHECKING:
+    from .delegation import (
+        Audience,
+        Delegation,
+        DelegationFailed,
+        DownstreamToken,
+        delegated_auth,
+        delegated_token,
+        token_for,
+    )
     from .dpop import jwk_thumbprint
     from .dpop_guard import DPoPGuard
     from .introspection import IntrospectionVerifier
     from .jwt_auth import MIN_SECRET_LENGTH, JwtAuthenticator
     from .oauth import OAuthAuthenticator
+    from .token_exchange import TokenExchange
 
 __all__ = [
     "MAX_TOKEN_BYTES",
@@ -59,24 +69,31 @@ __all__ = [
     "PRM_CACHE_CONTROL",
     "TENANT_ID_MAX_LENGTH",
     "WELL_KNOWN_PRM",
+    "Audience",
     "AuthError",
     "AuthErrorCode",
     "AuthStatus",
     "Authenticator",
     "Caller",
     "DPoPGuard",
+    "Delegation",
+    "DelegationFailed",
+    "DownstreamToken",
     "HasAuth",
     "HostIdentity",
     "IntrospectionVerifier",
     "JwtAuthenticator",
     "MetadataUrls",
     "OAuthAuthenticator",
+    "TokenExchange",
     "TokenVerifier",
     "VerifierAuthenticator",
     "app_authenticator",
     "auth_info_from_claims",
     "check_scopes",
     "create_authenticator",
+    "delegated_auth",
+    "delegated_token",
     "has_scopes",
     "is_valid_tenant_id",
     "jwk_thumbprint",
@@ -87,10 +104,14 @@ __all__ = [
     "resource_identifier",
     "scopes_from_claims",
     "single_authorization",
+    "token_for",
 ]
 
 _LAZY = {"MIN_SECRET_LENGTH": "jwt_auth", "JwtAuthenticator": "jwt_auth", "OAuthAuthenticator": "oauth",
-         "IntrospectionVerifier": "introspection", "DPoPGuard": "dpop_guard", "jwk_thumbprint": "dpop"}
+         "IntrospectionVerifier": "introspection", "DPoPGuard": "dpop_guard", "jwk_thumbprint": "dpop",
+         "TokenExchange": "token_exchange", **dict.fromkeys(
+             ("Audience", "Delegation", "DelegationFailed", "DownstreamToken", "delegated_auth", "delegated_token",
+              "token_for"), "delegation")}
 
 
 def __getattr__(name: str) -> Any:

@@ -5,7 +5,6 @@ in introspection mode) and from a TokenVerifier. Every refusal answers its chall
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -17,7 +16,7 @@ from mcpcore.auth import jwk_thumbprint
 from mcpcore.auth.dpop import normalize_url
 from mcpcore.testing import McpTestClient
 from tests.auth.dpop_client import DPoPAuth, DPoPKey
-from tests.auth.provider import Provider, run_provider
+from tests.auth.provider import Provider
 
 pytestmark = pytest.mark.anyio
 SECRET = "d" * 40
@@ -188,12 +187,6 @@ def test_thumbprints_and_urls() -> None:
     assert normalize_url("https://[::1]:8443/mcp") == "https://[::1]:8443/mcp"
     assert normalize_url("https://example.com/%2f") == "https://example.com/%2F"
     assert normalize_url("ftp://example.com/") is None and normalize_url("http://host:port/") is None
-
-
-@pytest.fixture(scope="module")
-def provider() -> Iterator[Provider]:
-    with run_provider() as p:
-        yield p
 
 
 def client_credentials(p: Provider, key: DPoPKey, resource: str | None = None) -> str:
