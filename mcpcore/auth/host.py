@@ -40,6 +40,8 @@ from .errors import AuthError
 __all__ = ["Caller", "HostIdentity", "starlette_caller"]
 
 log = logging.getLogger("mcpcore.auth")
+MAX_REMEMBERED = 10_000
+"""Identities of Starlette users kept for their next request (all dropped when full)."""
 
 Identify = Callable[[Scope], "Caller | AuthInfo | Awaitable[Caller | AuthInfo | None] | None"]
 
@@ -104,6 +106,9 @@ class HostIdentity:
         self._async = identify is not None and (inspect.iscoroutinefunction(identify) or
                                                 inspect.iscoroutinefunction(type(identify).__call__))
         self.tokens: Authenticator | None = None
+        self._seen: dict[tuple[Any, Any], tuple[list[str], AuthInfo]] = {}
+        self._plain: set[type] = set()
+        self._simple_seen: dict[str, tuple[Any, list[str], AuthInfo]] = {}
         if tokens is not None:
             self.use_tokens(tokens)
 
@@ -149,11 +154,18 @@ class HostIdentity:
         """For the door: the host's caller without waiting (``None`` when the host did not
         authenticate the request: then :meth:`authenticate_tokens`), or, when ``identify`` is
         async, no such shortcut (``None``: then :meth:`authenticate_request`)."""
-        return None if self._async else self._known
+        if self._async:
+            return None
+        return self._from_starlette if self.identify is None else self._from_function
 
-    def _known(self, scope: Scope) -> AuthInfo | None:
+    @property
+    def door_shortcut_ready(self) -> bool:
+        """Whether :meth:`door_shortcut` applies (the default, Starlette's user)."""
+        return self.identify is None
+
+    def _from_function(self, scope: Scope) -> AuthInfo | None:
         try:
-            found = starlette_caller(scope, self.tenant) if self.identify is None else self.identify(scope)
+            found = self.identify(scope)  # type: ignore[misc]
         except AuthError:
             raise
         except Exception:
@@ -161,10 +173,71 @@ class HostIdentity:
             raise AuthError.unavailable() from None
         return None if found is None else _identity(found)
 
+    def door_shortcut(self, fallback: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        """For the HTTP door (``door(headers, send)``): a user of Starlette's ``SimpleUser`` kind
+        seen before (same username, ``tenant_id`` and scopes) passes with the identity built for
+        it then, in this one call; anything else goes to ``fallback``, the auth layer's own door."""
+        seen = self._simple_seen
+        simple = self._plain
+
+        def door(headers: Any, send: Any) -> Any:
+            scope = headers.scope
+            try:
+                user = scope["user"]
+                if type(user) in simple:  # its identity is its username, its tenant_id and the scopes
+                    hit = seen[user.username]
+                    if hit[0] == getattr(user, "tenant_id", None) and hit[1] == scope["auth"].scopes:
+                        headers.auth = hit[2]
+                        return None
+            except Exception:  # not seen yet, or not Starlette's shape: the long way
+                pass
+            return fallback(headers, send)
+
+        return door
+
+    def _from_starlette(self, scope: Scope) -> AuthInfo | None:
+        user: Any = scope.get("user")
+        try:  # a user seen before, whose identity was built once
+            if not user.is_authenticated:
+                return None
+            hit = self._seen.get((user.identity, getattr(user, "tenant_id", None)))
+            if hit is not None and hit[0] == scope["auth"].scopes:
+                return hit[1]
+        except Exception:  # any other kind of user or credentials takes the long way
+            pass
+        return self._remember(scope)
+
+    def _remember(self, scope: Scope) -> AuthInfo | None:
+        """The Starlette user's identity, kept for its next request when its parts can be a key."""
+        try:
+            found = starlette_caller(scope, self.tenant)
+        except Exception:
+            log.warning("HostIdentity could not read the host's user; answering 503", exc_info=True)
+            raise AuthError.unavailable() from None
+        if found is None:
+            return None
+        info = _identity(found)
+        user: Any = scope["user"]
+        try:
+            key = (user.identity, getattr(user, "tenant_id", None))
+            hash(key)
+            scopes = list(scope["auth"].scopes)
+        except Exception:
+            return info  # not Starlette's shape: built every time
+        if len(self._seen) >= MAX_REMEMBERED:
+            self._seen.clear()
+            self._simple_seen.clear()
+        self._seen[key] = (scopes, info)
+        if _plain_user(type(user)):
+            self._plain.add(type(user))
+            self._simple_seen[user.username] = (key[1], scopes, info)
+        return info
+
     async def authenticate_request(self, scope: Scope) -> AuthInfo:
         """The host's caller, else the token's, else a 401."""
-        if not self._async:
-            info = self._known(scope)
+        now = self.identify_now
+        if now is not None:
+            info = now(scope)
         else:
             try:
                 found = self.identify(scope)  # type: ignore[misc]
@@ -193,6 +266,15 @@ class HostIdentity:
         if self.tokens is None:
             raise AuthError.missing()
         return await self.tokens.authenticate(authorization)
+
+
+def _plain_user(cls: type) -> bool:
+    """Whether ``cls`` is Starlette's ``SimpleUser`` or a subclass keeping its ``is_authenticated``
+    (always true) and ``identity`` (its ``username``)."""
+    from starlette.authentication import SimpleUser
+
+    return issubclass(cls, SimpleUser) and cls.is_authenticated is SimpleUser.is_authenticated and \
+        cls.identity is SimpleUser.identity
 
 
 def _identity(found: Any) -> AuthInfo:

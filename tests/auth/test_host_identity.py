@@ -218,3 +218,57 @@ async def test_settings_form_and_what_the_app_says() -> None:
         McpApp("t", settings=Settings.from_env({**env, "MCP_AUTH_HOST_TENANT": "a b"}))
     with pytest.raises(ValueError, match="tenant"):
         HostIdentity(tenant="../x")
+
+
+def test_a_users_identity_is_built_once_and_follows_its_scopes() -> None:
+    from starlette.authentication import AuthCredentials
+
+    from tests.apps.host_fastapi import User
+
+    host = HostIdentity(tenant="fallback")
+    assert host.identify_now is not None
+    first = host.identify_now({"user": User("ada", "acme"), "auth": AuthCredentials(["a"])})
+    again = host.identify_now({"user": User("ada", "acme"), "auth": AuthCredentials(["a"])})
+    assert first is again and first is not None and (first.subject, first.tenant_id, first.scopes) == (
+        "ada", "acme", ("a",))
+    wider = host.identify_now({"user": User("ada", "acme"), "auth": AuthCredentials(["a", "b"])})
+    assert wider is not None and wider.scopes == ("a", "b")
+    moved = host.identify_now({"user": User("ada", "globex"), "auth": AuthCredentials(["a"])})
+    assert moved is not None and moved.tenant_id == "globex"
+    from starlette.authentication import SimpleUser, UnauthenticatedUser
+
+    plain = host.identify_now({"user": SimpleUser("bo"), "auth": AuthCredentials()})
+    assert plain is not None and (plain.subject, plain.tenant_id, plain.scopes) == ("bo", "fallback", ())
+    assert host.identify_now({"user": UnauthenticatedUser(), "auth": AuthCredentials()}) is None
+    assert host.identify_now({}) is None
+
+
+async def test_the_door_passes_a_known_simple_user_in_one_call() -> None:
+    from starlette.authentication import AuthCredentials
+
+    from mcpcore.transports.http.door import Authentication
+    from tests.apps.host_fastapi import User
+
+    host = HostIdentity()
+    assert "door_shortcut" in Authentication(host, Settings.from_env({})).door.__qualname__
+    fell_back: list[str] = []
+    door = host.door_shortcut(lambda headers, send: fell_back.append(headers.scope["user"].username))
+
+    class Headers:
+        def __init__(self, user: Any, scopes: list[str]) -> None:
+            self.scope = {"user": user, "auth": AuthCredentials(scopes), "method": "POST", "headers": []}
+            self.auth: Any = None
+
+    def through(headers: Headers) -> Any:
+        door(headers, None)
+        return headers.auth
+
+    assert through(Headers(User("ada", "acme"), ["a"])) is None and fell_back == ["ada"]  # not seen yet
+    host.identify_now({"user": User("ada", "acme"), "auth": AuthCredentials(["a"])})  # the layer's own door
+    known = through(Headers(User("ada", "acme"), ["a"]))
+    assert known is not None and (known.subject, known.tenant_id, known.scopes) == ("ada", "acme", ("a",))
+    assert fell_back == ["ada"]
+    for changed in (Headers(User("ada", "globex"), ["a"]), Headers(User("ada", "acme"), ["a", "b"]),
+                    Headers(User("eve", "acme"), ["a"])):
+        assert through(changed) is None  # another tenant, other scopes, another user: not the known identity
+    assert fell_back == ["ada", "ada", "ada", "eve"]

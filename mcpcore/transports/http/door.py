@@ -116,6 +116,8 @@ class Authentication(Layer):
         fresh = getattr(authenticator, "fresh_nonce", None) or getattr(
             getattr(authenticator, "tokens", None), "fresh_nonce", None)
         self.nonce: Callable[[], str | None] | None = fresh if callable(fresh) and fresh() is not None else None
+        if getattr(authenticator, "door_shortcut_ready", False):  # the host's users seen before, in one call
+            self.door = authenticator.door_shortcut(self.door)  # type: ignore[attr-defined,method-assign]
 
     def where(self) -> str:
         return qualified(getattr(self.authenticator, "verifier", self.authenticator))
