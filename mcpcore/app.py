@@ -28,7 +28,7 @@ from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
 from .serving import connection_close, lifespan_protocol, serve
 from .side_routes import SideRoutes
-from .stack import AppState, Stack, authenticator_for, delegation_from_settings, open_layers, setup_context
+from .stack import AppState, Stack, authenticator_for, delegation_for, open_delegation, open_layers, setup_context
 from .storage.base import StorageProvider
 from .tasks import serve_tasks
 from .transports.http import HttpTransport, deliver_route
@@ -71,8 +71,7 @@ class McpApp:
         middleware: layers around every method (:class:`~mcpcore.Middleware`), the first
             outermost, inside the framework's own (see ``app.layers``).
         auth: your own :class:`~mcpcore.auth.TokenVerifier` (or a whole ``Authenticator``) in
-            place of ``MCP_AUTH_MODE``'s, or a :class:`~mcpcore.auth.HostIdentity`: the caller is
-            the user the host app authenticated (then the token, when the app accepts both).
+            place of ``MCP_AUTH_MODE``'s, or a :class:`~mcpcore.auth.HostIdentity` (the host's user).
         telemetry: a :class:`~mcpcore.telemetry.Telemetry` (or ``True``) to trace and meter calls
             with OpenTelemetry; default: on when ``OTEL_ENABLED=true``.
         landing: serve the landing page (``GET /``) and server card (``/.well-known/mcp.json``);
@@ -148,7 +147,7 @@ class McpApp:
             s = self.settings = s.replace(auth_mode=self.authenticator.mode)
         self.state = AppState()
         """What ``setup`` opened for the app's lifetime (``ctx.app_state`` in handlers and dependencies)."""
-        self.delegation = delegation if delegation is not None else delegation_from_settings(s)
+        self.delegation = delegation_for(s, delegation)
         self.services = ContextServices(log_floor=LEVELS[s.log_level], notify=self.notifier, auth_mode=s.auth_mode,
                                         scope_checks_disabled=s.auth_disable_scope_checks, app_state=self.state,
                                         delegation=self.delegation)
@@ -262,9 +261,7 @@ class McpApp:
         await exit_stack.__aenter__()
         try:
             await open_layers(exit_stack, self.stack.framework, self.settings, self.redis)
-            if self.delegation is not None:
-                await self.delegation.start(self.redis)
-                exit_stack.push_async_callback(self.delegation.close)
+            await open_delegation(exit_stack, self.delegation, self.redis)
             await self.stores.open(exit_stack, self._on_route, self.tasks)
             self.dispatcher.closing.reset()
             sweeper = asyncio.get_running_loop().create_task(self.stores.sweep_forever())

@@ -54,7 +54,8 @@ if TYPE_CHECKING:
     from .sessions.events import EventBuffer
     from .storage.base import StorageProvider
 
-__all__ = ["AppState", "Stack", "authenticator_for", "delegation_from_settings", "open_layers", "setup_context"]
+__all__ = ["AppState", "Stack", "authenticator_for", "delegation_for", "open_delegation", "open_layers",
+           "setup_context"]
 
 log = logging.getLogger("mcpcore.app")
 
@@ -129,14 +130,15 @@ def authenticator_for(settings: Settings, given: TokenVerifier | Authenticator |
     return app_authenticator(settings, given)
 
 
-def delegation_from_settings(settings: Settings) -> Delegation | None:
-    """RFC 8693 token exchange as ``MCP_TOKEN_EXCHANGE_*`` describe it, or ``None`` unset.
+def delegation_for(settings: Settings, given: Delegation | None) -> Delegation | None:
+    """The app's delegated tokens: ``McpApp(delegation=...)`` when given, else RFC 8693 token
+    exchange as ``MCP_TOKEN_EXCHANGE_*`` describe it, or ``None`` when unset.
 
     Raises:
         ConfigurationError: an audience of ``MCP_TOKEN_EXCHANGE_AUDIENCES`` not written ``name=audience``.
     """
-    if not settings.token_exchange_url:
-        return None
+    if given is not None or not settings.token_exchange_url:
+        return given
     from .auth.delegation import Delegation
     from .auth.token_exchange import TokenExchange
 
@@ -147,6 +149,14 @@ def delegation_from_settings(settings: Settings) -> Delegation | None:
             raise ConfigurationError(f"MCP_TOKEN_EXCHANGE_AUDIENCES must be name=audience pairs, got {pair!r}")
         audiences[name.strip()] = audience.strip()
     return Delegation(TokenExchange.from_settings(settings), audiences)
+
+
+async def open_delegation(stack: contextlib.AsyncExitStack, delegation: Delegation | None, redis: Any) -> None:
+    """Start the app's delegated tokens (their cache in ``redis`` when the stores are there);
+    they close when ``stack`` does."""
+    if delegation is not None:
+        await delegation.start(redis)
+        stack.push_async_callback(delegation.close)
 
 
 async def open_layers(stack: contextlib.AsyncExitStack, layers: Iterable[Layer], settings: Settings,

@@ -84,7 +84,8 @@ class SessionPost:
             await json_response(send, 503, error_response(rid, exc.to_wire()))
             return NO_SESSION
         auth = headers.auth
-        if record is not None and not _bound_to(record.identity, auth):
+        if record is not None and (auth is not None or record.identity is not None) and \
+                not _bound_to(record.identity, auth):
             identity = identity_of(auth)
             if record.identity is None and identity is not None:
                 record.identity = identity
