@@ -135,8 +135,11 @@ def delegation_for(settings: Settings, given: Delegation | None) -> Delegation |
     exchange as ``MCP_TOKEN_EXCHANGE_*`` describe it, or ``None`` when unset.
 
     Raises:
-        ConfigurationError: an audience of ``MCP_TOKEN_EXCHANGE_AUDIENCES`` not written ``name=audience``.
+        ConfigurationError: an audience of ``MCP_TOKEN_EXCHANGE_AUDIENCES`` not written
+            ``name=audience``, or both ``delegation=`` and ``MCP_TOKEN_EXCHANGE_URL``.
     """
+    if given is not None and settings.token_exchange_url:
+        raise ConfigurationError("McpApp(delegation=...) replaces MCP_TOKEN_EXCHANGE_URL; unset one of them")
     if given is not None or not settings.token_exchange_url:
         return given
     from .auth.delegation import Delegation

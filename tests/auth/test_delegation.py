@@ -236,6 +236,8 @@ def test_settings_form_and_the_sync_client(provider: Provider) -> None:
     assert "secret" not in repr(app.delegation)
     with pytest.raises(ConfigurationError, match="MCP_TOKEN_EXCHANGE_AUDIENCES must be name=audience"):
         McpApp("bad", settings=Settings.from_env({**env, "MCP_TOKEN_EXCHANGE_AUDIENCES": "billing"}))
+    with pytest.raises(ConfigurationError, match="replaces MCP_TOKEN_EXCHANGE_URL"):
+        McpApp("both", settings=Settings.from_env(env), delegation=delegation(provider))
     with pytest.raises(ConfigurationError, match="MCP_TOKEN_EXCHANGE_URL must use https"):
         TokenExchange("http://as.example.com/token")
     with pytest.raises(RuntimeError, match="AsyncClient"), httpx.Client(
