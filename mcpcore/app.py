@@ -6,11 +6,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .asgi_types import Receive, Scope, Send
 from .auth.base import Authenticator
+from .auth.host import HostIdentity
 from .auth.verifier import TokenVerifier
 from .config import SessionMode, Settings
 from .context import ContextServices
@@ -28,13 +29,16 @@ from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
 from .serving import apply_http_limits, check_shared_store, connection_close, lifespan_protocol, serve
 from .side_routes import SideRoutes
-from .stack import AppState, Stack, authenticator_for, open_layers, setup_context
+from .stack import AppState, Stack, authenticator_for, delegation_for, open_delegation, open_layers, setup_context
 from .storage.base import StorageProvider
 from .tasks import serve_tasks
 from .transports.http import HttpTransport, deliver_route
 from .transports.http_sse import HttpSseTransport
 from .transports.live import LiveSessions
 from .wiring import Stores, uses_request_input
+
+if TYPE_CHECKING:
+    from .auth.delegation import Delegation
 
 __all__ = ["McpApp"]
 
@@ -67,7 +71,7 @@ class McpApp:
         middleware: layers around every method (:class:`~mcpcore.Middleware`), the first
             outermost, inside the framework's own (see ``app.layers``).
         auth: your own :class:`~mcpcore.auth.TokenVerifier` (or a whole ``Authenticator``) in
-            place of ``MCP_AUTH_MODE``'s.
+            place of ``MCP_AUTH_MODE``'s, or a :class:`~mcpcore.auth.HostIdentity` (the host's user).
         telemetry: a :class:`~mcpcore.telemetry.Telemetry` (or ``True``) to trace and meter calls
             with OpenTelemetry; default: on when ``OTEL_ENABLED=true``.
         landing: serve the landing page (``GET /``) and server card (``/.well-known/mcp.json``);
@@ -79,6 +83,9 @@ class McpApp:
             eras (``{}`` for no settings); MCP Apps and Skills declare theirs themselves.
         skills: a folder of Agent Skills to serve (a path or a
             :class:`~mcpcore.extensions.skills.Skills`), SEP-2640.
+        delegation: tokens for downstream APIs on the caller's behalf
+            (:class:`~mcpcore.auth.delegation.Delegation`); default: RFC 8693 token exchange
+            when ``MCP_TOKEN_EXCHANGE_URL`` is set.
     """
 
     def __init__(
@@ -101,12 +108,13 @@ class McpApp:
         path: str | None = None,
         setup: Callable[[McpApp], Any] | None = None,
         middleware: Sequence[Middleware] = (),
-        auth: TokenVerifier | Authenticator | None = None,
+        auth: TokenVerifier | Authenticator | HostIdentity | None = None,
         telemetry: Any = None,
         landing: bool | None = None,
         expose_stateless_session_id: bool | None = None,
         extensions: Mapping[str, Mapping[str, Any]] | None = None,
         skills: Any = None,
+        delegation: Delegation | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env()
         self.expose_stateless_session_id = self.settings.expose_stateless_session_id \
@@ -135,12 +143,14 @@ class McpApp:
         self.notifier = Notifier(self.bus)
         self.notify = AppNotifier(self.notifier)
         self.authenticator = authenticator_for(s, auth)
-        if auth is not None and self.authenticator is not None:
+        if self.authenticator is not None and self.authenticator.mode != s.auth_mode:
             s = self.settings = s.replace(auth_mode=self.authenticator.mode)
         self.state = AppState()
         """What ``setup`` opened for the app's lifetime (``ctx.app_state`` in handlers and dependencies)."""
+        self.delegation = delegation_for(s, delegation)
         self.services = ContextServices(log_floor=LEVELS[s.log_level], notify=self.notifier, auth_mode=s.auth_mode,
-                                        scope_checks_disabled=s.auth_disable_scope_checks, app_state=self.state)
+                                        scope_checks_disabled=s.auth_disable_scope_checks, app_state=self.state,
+                                        delegation=self.delegation)
         self.telemetry = self._telemetry(telemetry)
         self.landing = landing
         self.dispatcher = Dispatcher(registry=self.registry, settings=self.settings, server_info=self.server_info,
@@ -256,6 +266,7 @@ class McpApp:
         await exit_stack.__aenter__()
         try:
             await open_layers(exit_stack, self.stack.framework, self.settings, self.redis)
+            await open_delegation(exit_stack, self.delegation, self.redis)
             await self.stores.open(exit_stack, self._on_route, self.tasks)
             if self.metrics is not None:
                 await self.metrics.open(exit_stack)

@@ -185,6 +185,20 @@ class Settings:
                                                          _int(1, 10_000), 8)
     server_resource_identifier: str | None = _env("MCP_SERVER_RESOURCE_IDENTIFIER", _str, None)
     auth_disable_scope_checks: bool = _env("MCP_AUTH_DISABLE_SCOPE_CHECKS", _bool, False)
+    # Identity beyond the bearer token (see docs/auth.md).
+    auth_host_identity: bool = _env("MCP_AUTH_HOST_IDENTITY", _bool, False)
+    auth_host_tenant: str | None = _env("MCP_AUTH_HOST_TENANT", _str, None)
+    auth_dpop: str = _env("MCP_AUTH_DPOP", _choice("off", "allowed", "required"), "off")
+    auth_dpop_algs: tuple[str, ...] = _env("MCP_AUTH_DPOP_ALGS", _csv, ())
+    auth_dpop_iat_window_ms: int = _env("MCP_AUTH_DPOP_IAT_WINDOW_MS", _int(1000, 3_600_000), 300_000)
+    auth_dpop_nonce_key: SecretStr | None = _env("MCP_AUTH_DPOP_NONCE_KEY", _secret, None)  # noqa: RUF009
+    token_exchange_url: str | None = _env("MCP_TOKEN_EXCHANGE_URL", _str, None)
+    token_exchange_client_id: str | None = _env("MCP_TOKEN_EXCHANGE_CLIENT_ID", _str, None)
+    token_exchange_client_secret: SecretStr | None = _env(  # noqa: RUF009
+        "MCP_TOKEN_EXCHANGE_CLIENT_SECRET", _secret, None)
+    token_exchange_actor_token: SecretStr | None = _env(  # noqa: RUF009
+        "MCP_TOKEN_EXCHANGE_ACTOR_TOKEN", _secret, None)
+    token_exchange_audiences: tuple[str, ...] = _env("MCP_TOKEN_EXCHANGE_AUDIENCES", _csv, ())
     # Ceilings on what a caller sends (see docs/security.md).
     cors_allowed_origins: tuple[str, ...] = _env("MCP_CORS_ALLOWED_ORIGINS", _csv, ())
     max_batch_messages: int = _env("MCP_HTTP_MAX_BATCH_MESSAGES", _int(1, 10_000), 100)

@@ -35,9 +35,10 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .auth import create_authenticator
 from .auth.base import Authenticator
-from .auth.verifier import TokenVerifier, VerifierAuthenticator
+from .auth.factory import app_authenticator
+from .auth.host import HostIdentity
+from .auth.verifier import TokenVerifier
 from .config import Settings
 from .errors import ConfigurationError
 from .layer import Layer, LayerInfo
@@ -48,11 +49,13 @@ from .transports.http.door import Authentication, BodyLimit, CorsPolicy, HostOri
 from .transports.http.eras import SessionOrEnvelope
 
 if TYPE_CHECKING:
+    from .auth.delegation import Delegation
     from .context import ContextServices
     from .sessions.events import EventBuffer
     from .storage.base import StorageProvider
 
-__all__ = ["AppState", "Stack", "authenticator_for", "open_layers", "setup_context"]
+__all__ = ["AppState", "Stack", "authenticator_for", "delegation_for", "open_delegation", "open_layers",
+           "setup_context"]
 
 log = logging.getLogger("mcpcore.app")
 
@@ -115,20 +118,48 @@ class AppState:
         return f"AppState({', '.join(sorted(vars(self)))})"
 
 
-def authenticator_for(settings: Settings, given: TokenVerifier | Authenticator | None) -> Authenticator | None:
-    """The app's authenticator: ``auth=`` when given (a ``TokenVerifier`` or a whole
-    ``Authenticator``), else the one ``MCP_AUTH_MODE`` names.
+def authenticator_for(settings: Settings, given: TokenVerifier | Authenticator | HostIdentity | None,
+                      ) -> Authenticator | None:
+    """The app's authenticator (:func:`~mcpcore.auth.factory.app_authenticator`): ``auth=``
+    when given (a ``TokenVerifier``, a whole ``Authenticator`` or a ``HostIdentity``), else the
+    one ``MCP_AUTH_MODE`` names, with the host's user and DPoP when their settings say so.
 
     Raises:
-        ConfigurationError: both ``auth=`` and an ``MCP_AUTH_MODE`` other than ``none``.
+        ConfigurationError: both ``auth=`` tokens and an ``MCP_AUTH_MODE`` other than ``none``.
     """
-    if given is None:
-        return create_authenticator(settings)
-    if settings.auth_mode != "none":
-        raise ConfigurationError(f"McpApp(auth=...) replaces MCP_AUTH_MODE={settings.auth_mode}; unset one of them")
-    if callable(getattr(given, "authenticate", None)) and hasattr(given, "start"):
-        return given  # type: ignore[return-value]
-    return VerifierAuthenticator(given)  # type: ignore[arg-type]
+    return app_authenticator(settings, given)
+
+
+def delegation_for(settings: Settings, given: Delegation | None) -> Delegation | None:
+    """The app's delegated tokens: ``McpApp(delegation=...)`` when given, else RFC 8693 token
+    exchange as ``MCP_TOKEN_EXCHANGE_*`` describe it, or ``None`` when unset.
+
+    Raises:
+        ConfigurationError: an audience of ``MCP_TOKEN_EXCHANGE_AUDIENCES`` not written
+            ``name=audience``, or both ``delegation=`` and ``MCP_TOKEN_EXCHANGE_URL``.
+    """
+    if given is not None and settings.token_exchange_url:
+        raise ConfigurationError("McpApp(delegation=...) replaces MCP_TOKEN_EXCHANGE_URL; unset one of them")
+    if given is not None or not settings.token_exchange_url:
+        return given
+    from .auth.delegation import Delegation
+    from .auth.token_exchange import TokenExchange
+
+    audiences: dict[str, str] = {}
+    for pair in settings.token_exchange_audiences:
+        name, sep, audience = pair.partition("=")
+        if not sep or not name.strip() or not audience.strip():
+            raise ConfigurationError(f"MCP_TOKEN_EXCHANGE_AUDIENCES must be name=audience pairs, got {pair!r}")
+        audiences[name.strip()] = audience.strip()
+    return Delegation(TokenExchange.from_settings(settings), audiences)
+
+
+async def open_delegation(stack: contextlib.AsyncExitStack, delegation: Delegation | None, redis: Any) -> None:
+    """Start the app's delegated tokens (their cache in ``redis`` when the stores are there);
+    they close when ``stack`` does."""
+    if delegation is not None:
+        await delegation.start(redis)
+        stack.push_async_callback(delegation.close)
 
 
 async def open_layers(stack: contextlib.AsyncExitStack, layers: Iterable[Layer], settings: Settings,

@@ -147,6 +147,27 @@ MEANINGS: dict[str, str] = {
                                       "`resource` or `aud`; also the `resource` of the metadata document.",
     "MCP_AUTH_DISABLE_SCOPE_CHECKS": "Verify tokens but skip declared and `check_scopes` scope checks (never in "
                                      "production; logged at startup).",
+    "MCP_AUTH_HOST_IDENTITY": "Take the caller from the host app's authenticated user (Starlette's "
+                              "`scope[\"user\"]`, as `McpApp(auth=HostIdentity())`); with `MCP_AUTH_MODE` a "
+                              "request the host did not authenticate is verified by its token (docs/auth.md).",
+    "MCP_AUTH_HOST_TENANT": "Host identity: the tenant of a host user that has no `tenant_id` of its own "
+                            "(unset: such a user has no `ctx.state`).",
+    "MCP_AUTH_DPOP": "DPoP-bound tokens (RFC 9449): `off`, `allowed` (bound and bearer tokens) or `required` "
+                     "(bound only); needs a token mode (docs/auth.md).",
+    "MCP_AUTH_DPOP_ALGS": "Comma-separated JWS algorithms a DPoP proof may use (asymmetric only; unset: ES256/384/"
+                          "512, PS256/384/512, RS256/384/512, EdDSA).",
+    "MCP_AUTH_DPOP_IAT_WINDOW_MS": "How far a DPoP proof's `iat` may be from now, either way; a used proof is "
+                                   "remembered twice as long (in Redis with `MCP_SESSION_STORE=redis`).",
+    "MCP_AUTH_DPOP_NONCE_KEY": "Secret (32+ characters, the same on every instance) from which DPoP server "
+                               "nonces are made; set, proofs must carry one (`use_dpop_nonce`).",
+    "MCP_TOKEN_EXCHANGE_URL": "RFC 8693 token endpoint that gives tools tokens for downstream APIs on the "
+                              "caller's behalf (`delegated_auth(name)`; docs/auth.md).",
+    "MCP_TOKEN_EXCHANGE_CLIENT_ID": "Token exchange: this server's client id at that endpoint (HTTP Basic).",
+    "MCP_TOKEN_EXCHANGE_CLIENT_SECRET": "Token exchange: that client's secret.",
+    "MCP_TOKEN_EXCHANGE_ACTOR_TOKEN": "Token exchange: a token naming this server, sent as `actor_token` (unset: "
+                                      "none).",
+    "MCP_TOKEN_EXCHANGE_AUDIENCES": "Token exchange: the downstream audiences tools may name, as "
+                                    "`name=audience` pairs separated by commas.",
     "MCP_CORS_ALLOWED_ORIGINS": "Comma-separated origins of browser clients granted CORS on the MCP endpoint "
                                 "(preflights answered, `Mcp-Session-Id` exposed); also accepted by the Origin "
                                 "check. Empty: CORS off. `*`: any origin.",

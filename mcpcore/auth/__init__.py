@@ -11,7 +11,11 @@ A library with a narrow interface; the transport wires it in:
 - RFC 9728 metadata: :func:`protected_resource_metadata` at :func:`metadata_routes`, URL for
   challenges from :func:`metadata_url`;
 - your own verification: a :class:`TokenVerifier` (``McpApp(auth=...)``); RFC 7662 introspection:
-  :class:`IntrospectionVerifier` (``MCP_AUTH_MODE=introspection``).
+  :class:`IntrospectionVerifier` (``MCP_AUTH_MODE=introspection``);
+- the host app's user as the caller: :class:`HostIdentity` (``McpApp(auth=HostIdentity(...))`` or
+  ``MCP_AUTH_HOST_IDENTITY``), composing with the token modes;
+- DPoP-bound tokens (RFC 9449, ``MCP_AUTH_DPOP``): :class:`DPoPGuard` around the token authenticator;
+- delegated calls downstream (RFC 8693 token exchange): :mod:`mcpcore.auth.delegation`.
 
 Every signature check is PyJWT's (``jwt.decode`` with explicit ``algorithms``); nothing here
 verifies a signature by hand.
@@ -28,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 from .base import MAX_TOKEN_BYTES, Authenticator, parse_bearer, single_authorization
 from .claims import TENANT_ID_MAX_LENGTH, auth_info_from_claims, is_valid_tenant_id, scopes_from_claims
 from .errors import AuthError, AuthErrorCode, AuthStatus
-from .factory import create_authenticator
+from .factory import app_authenticator, create_authenticator
+from .host import Caller, HostIdentity
 from .metadata import (
     PRM_CACHE_CONTROL,
     WELL_KNOWN_PRM,
@@ -42,9 +47,21 @@ from .scopes import HasAuth, check_scopes, has_scopes
 from .verifier import TokenVerifier, VerifierAuthenticator
 
 if TYPE_CHECKING:
+    from .delegation import (
+        Audience,
+        Delegation,
+        DelegationFailed,
+        DownstreamToken,
+        delegated_auth,
+        delegated_token,
+        token_for,
+    )
+    from .dpop import jwk_thumbprint
+    from .dpop_guard import DPoPGuard
     from .introspection import IntrospectionVerifier
     from .jwt_auth import MIN_SECRET_LENGTH, JwtAuthenticator
     from .oauth import OAuthAuthenticator
+    from .token_exchange import TokenExchange
 
 __all__ = [
     "MAX_TOKEN_BYTES",
@@ -52,22 +69,34 @@ __all__ = [
     "PRM_CACHE_CONTROL",
     "TENANT_ID_MAX_LENGTH",
     "WELL_KNOWN_PRM",
+    "Audience",
     "AuthError",
     "AuthErrorCode",
     "AuthStatus",
     "Authenticator",
+    "Caller",
+    "DPoPGuard",
+    "Delegation",
+    "DelegationFailed",
+    "DownstreamToken",
     "HasAuth",
+    "HostIdentity",
     "IntrospectionVerifier",
     "JwtAuthenticator",
     "MetadataUrls",
     "OAuthAuthenticator",
+    "TokenExchange",
     "TokenVerifier",
     "VerifierAuthenticator",
+    "app_authenticator",
     "auth_info_from_claims",
     "check_scopes",
     "create_authenticator",
+    "delegated_auth",
+    "delegated_token",
     "has_scopes",
     "is_valid_tenant_id",
+    "jwk_thumbprint",
     "metadata_routes",
     "metadata_url",
     "parse_bearer",
@@ -75,10 +104,14 @@ __all__ = [
     "resource_identifier",
     "scopes_from_claims",
     "single_authorization",
+    "token_for",
 ]
 
 _LAZY = {"MIN_SECRET_LENGTH": "jwt_auth", "JwtAuthenticator": "jwt_auth", "OAuthAuthenticator": "oauth",
-         "IntrospectionVerifier": "introspection"}
+         "IntrospectionVerifier": "introspection", "DPoPGuard": "dpop_guard", "jwk_thumbprint": "dpop",
+         "TokenExchange": "token_exchange", **dict.fromkeys(
+             ("Audience", "Delegation", "DelegationFailed", "DownstreamToken", "delegated_auth", "delegated_token",
+              "token_for"), "delegation")}
 
 
 def __getattr__(name: str) -> Any:

@@ -6,13 +6,15 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..asgi_types import Scope
 from ..context import AuthInfo
 from .errors import AuthError
 
 if TYPE_CHECKING:  # PyJWT (and cryptography under it) load with the first authenticator only
     import jwt
 
-__all__ = ["MAX_TOKEN_BYTES", "Authenticator", "parse_bearer", "single_authorization"]
+__all__ = ["MAX_TOKEN_BYTES", "Authenticator", "authenticate_header", "authenticate_scope", "authorization_of",
+           "parse_bearer", "single_authorization"]
 
 # A bearer token larger than this is refused before any parsing (hostile input).
 MAX_TOKEN_BYTES = 16 * 1024
@@ -25,13 +27,22 @@ class Authenticator(Protocol):
     """Verifies the ``Authorization`` header of one request.
 
     ``start()`` once before serving (opens the JWKS client, warms the key cache), ``close()`` at
-    shutdown. ``authenticate`` is safe to call concurrently. An authenticator may also have
-    ``async def authenticate_from(authorization, source)``: the door then calls it instead, with
-    the peer's address (``None`` when unknown).
+    shutdown. ``authenticate`` is safe to call concurrently. Optional methods the door uses
+    (:func:`authenticate_scope`):
+
+    * ``async def authenticate_request(scope) -> AuthInfo``: an authenticator that reads more of
+      the request than its ``Authorization`` header (the host app's user, a DPoP proof); called
+      instead of :meth:`authenticate`.
+    * ``async def authenticate_from(authorization, source) -> AuthInfo``: one that bounds its
+      work per source address (introspection); called instead, with the peer's address
+      (``None`` when unknown).
+    * ``share(redis)``: one that can use the app's shared Redis client; called before :meth:`start`.
     """
 
-    mode: str
-    """``"jwt"`` or ``"oauth"``."""
+    @property
+    def mode(self) -> str:
+        """``"jwt"``, ``"oauth"``, ``"introspection"``, ``"custom"`` (a ``TokenVerifier``) or ``"host"``."""
+        ...
 
     async def start(self) -> None:
         """Acquire resources (HTTP client); never fails because an issuer is unreachable."""
@@ -61,6 +72,32 @@ def single_authorization(values: Sequence[str]) -> str | None:
     if len(values) > 1:
         raise AuthError.invalid_request("Multiple Authorization headers.", reason="multiple_headers")
     return values[0]
+
+
+def authorization_of(scope: Scope) -> str | None:
+    """The request's one ``Authorization`` header (:func:`single_authorization` of its headers)."""
+    return single_authorization([v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"])
+
+
+async def authenticate_header(authenticator: Authenticator, authorization: str | None, scope: Scope) -> AuthInfo:
+    """``authorization`` checked by ``authenticator``, given the request's source address when it
+    bounds its work per source (``authenticate_from``)."""
+    from_source = getattr(authenticator, "authenticate_from", None)
+    if from_source is not None:
+        peer = scope.get("client")
+        found: AuthInfo = await from_source(authorization, peer[0] if peer else None)
+        return found
+    return await authenticator.authenticate(authorization)
+
+
+async def authenticate_scope(authenticator: Authenticator, scope: Scope) -> AuthInfo:
+    """The caller of the request ``scope`` by ``authenticator``: the whole request to one that
+    reads it (``authenticate_request``), else its one ``Authorization`` header."""
+    by_request = getattr(authenticator, "authenticate_request", None)
+    if by_request is not None:
+        found: AuthInfo = await by_request(scope)
+        return found
+    return await authenticate_header(authenticator, authorization_of(scope), scope)
 
 
 def parse_bearer(authorization: str | None) -> str:

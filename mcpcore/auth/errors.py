@@ -14,7 +14,15 @@ status  ``error``               when
 403     ``insufficient_scope``  the caller lacks scopes an operation requires
 503     (none)                  the issuer's signing keys cannot be fetched (no challenge:
                                 the token may be fine, the client should retry, not re-authorise)
+401     ``invalid_dpop_proof``  (``MCP_AUTH_DPOP``) the DPoP proof is missing, malformed or
+                                does not match the request (RFC 9449 §7.1)
+401     ``use_dpop_nonce``      (``MCP_AUTH_DPOP``) the proof lacks the server's current nonce,
+                                sent in ``DPoP-Nonce`` (RFC 9449 §9)
 ======  ======================  ==========================================================
+
+A refusal under DPoP answers with the ``DPoP`` scheme (``scheme``) and its ``algs`` parameter,
+and, while plain bearer tokens are still accepted, a second challenge for the other scheme
+(``also``), as RFC 9449 §7.2 shows: ``Bearer realm="mcp", ..., DPoP algs="ES256"``.
 
 Every challenge carries ``realm="mcp"`` and ``resource_metadata`` (the RFC 9728 document URL).
 
@@ -37,7 +45,8 @@ from ..errors import JsonRpcErrorCode, McpError, error_object
 
 __all__ = ["AuthError", "AuthErrorCode", "AuthStatus"]
 
-AuthErrorCode = Literal["invalid_request", "invalid_token", "insufficient_scope"]
+AuthErrorCode = Literal["invalid_request", "invalid_token", "insufficient_scope", "invalid_dpop_proof",
+                        "use_dpop_nonce"]
 AuthStatus = Literal[400, 401, 403, 503]
 
 _JSON_RPC_CODE: dict[int, JsonRpcErrorCode] = {
@@ -68,6 +77,10 @@ class AuthError(Exception):
         reason: a stable machine reason for logs and metrics (``expired``, ``issuer``, ...).
         scopes: for ``insufficient_scope``, the scopes the operation requires (header only).
         retry_after: seconds, for a 503.
+        scheme: the challenge's scheme, ``Bearer`` or ``DPoP``.
+        params: more auth-params of the challenge (``(("algs", "ES256 PS256"),)``).
+        also: a second challenge, for the other scheme a client may use.
+        nonce: a fresh DPoP nonce for the ``DPoP-Nonce`` header.
     """
 
     def __init__(
@@ -79,6 +92,10 @@ class AuthError(Exception):
         reason: str = "invalid",
         scopes: Sequence[str] = (),
         retry_after: int | None = None,
+        scheme: str = "Bearer",
+        params: Sequence[tuple[str, str]] = (),
+        also: str | None = None,
+        nonce: str | None = None,
     ) -> None:
         super().__init__(description)
         self.status: AuthStatus = status
@@ -87,6 +104,10 @@ class AuthError(Exception):
         self.reason = reason
         self.scopes: tuple[str, ...] = tuple(scopes)
         self.retry_after = retry_after
+        self.scheme = scheme
+        self.params: tuple[tuple[str, str], ...] = tuple(params)
+        self.also = also
+        self.nonce = nonce
 
     def __repr__(self) -> str:
         return (f"AuthError(status={self.status}, error={self.error!r}, description={self.description!r}, "
@@ -150,6 +171,7 @@ class AuthError(Exception):
 
         ``Bearer realm="mcp", error="...", error_description="...", scope="...", resource_metadata="..."``;
         ``error``/``error_description`` are left out when no credentials were sent (RFC 6750 §3.1).
+        Under DPoP the scheme is ``DPoP`` with ``algs="..."``, and :attr:`also` follows.
         """
         if self.status == 503:
             return None
@@ -163,13 +185,18 @@ class AuthError(Exception):
             scopes = [s for s in dict.fromkeys(self.scopes) if _SCOPE_TOKEN.fullmatch(s)]
             if scopes:
                 parts.append(f"scope={_quoted(' '.join(scopes))}")
+        parts.extend(f"{name}={_quoted(value)}" for name, value in self.params)
         if resource_metadata:
             parts.append(f"resource_metadata={_quoted(resource_metadata)}")
-        return "Bearer " + ", ".join(parts)
+        challenge = f"{self.scheme} " + ", ".join(parts)
+        return challenge if self.also is None else f"{challenge}, {self.also}"
 
     def headers(self, resource_metadata: str | None = None, *, include_scope: bool = True) -> dict[str, str]:
-        """Response headers: ``WWW-Authenticate`` (challenges), ``Retry-After`` (503), ``Cache-Control``."""
+        """Response headers: ``WWW-Authenticate`` (challenges), ``Retry-After`` (503), ``Cache-Control``,
+        ``DPoP-Nonce`` (a nonce to use)."""
         out = {"Cache-Control": "no-store"}
+        if self.nonce is not None:
+            out["DPoP-Nonce"] = self.nonce
         challenge = self.www_authenticate(resource_metadata, include_scope=include_scope)
         if challenge is not None:
             out["WWW-Authenticate"] = challenge

@@ -1,19 +1,22 @@
-"""``create_authenticator(settings)``: the authenticator for ``MCP_AUTH_MODE``, validated at startup."""
+"""The app's authenticator, validated at startup: ``create_authenticator(settings)`` for
+``MCP_AUTH_MODE``, and :func:`app_authenticator`, which adds what composes with it (the host
+app's user, DPoP) and ``McpApp(auth=...)``."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from .base import Authenticator
+from .host import HostIdentity
 
 if TYPE_CHECKING:
     import httpx
 
     from ..config import Settings
 
-__all__ = ["create_authenticator"]
+__all__ = ["app_authenticator", "create_authenticator", "with_dpop"]
 
 log = logging.getLogger("mcpcore.auth")
 
@@ -93,3 +96,67 @@ def create_authenticator(
         log.warning("auth is on without MCP_PUBLIC_URL: the protected-resource metadata and WWW-Authenticate "
                     "URLs are derived from each request's Host header")
     return auth
+
+
+def _as_authenticator(given: Any) -> Authenticator:
+    from .verifier import VerifierAuthenticator
+
+    if callable(getattr(given, "authenticate", None)) and hasattr(given, "start"):
+        return given  # type: ignore[no-any-return]
+    return VerifierAuthenticator(given)
+
+
+def with_dpop(settings: Settings, tokens: Authenticator | None) -> Authenticator | None:
+    """``tokens`` behind the DPoP checks when ``MCP_AUTH_DPOP`` is ``allowed`` or ``required``.
+
+    Raises:
+        ConfigurationError: DPoP without tokens to bind, an algorithm outside the asymmetric
+            ones, or a nonce key shorter than 32 characters (each naming its variable).
+    """
+    if settings.auth_dpop == "off":
+        return tokens
+    if tokens is None:
+        raise ConfigurationError(f"MCP_AUTH_DPOP={settings.auth_dpop} binds bearer tokens to keys, but this app has "
+                                 "none: set MCP_AUTH_MODE to jwt, oauth or introspection, or pass McpApp(auth=...)")
+    from .dpop import DEFAULT_ALGS
+    from .dpop_guard import DPoPGuard
+
+    key = settings.auth_dpop_nonce_key
+    try:
+        return DPoPGuard(tokens, required=settings.auth_dpop == "required",
+                         algs=settings.auth_dpop_algs or DEFAULT_ALGS, window=settings.auth_dpop_iat_window_ms / 1000,
+                         nonce_key=key.get_secret_value() if key is not None else None,
+                         public_url=settings.public_url)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def app_authenticator(settings: Settings, given: Any = None) -> Authenticator | None:
+    """The app's authenticator: the host app's user first (``auth=HostIdentity(...)`` or
+    ``MCP_AUTH_HOST_IDENTITY``), then the bearer token (``auth=`` a ``TokenVerifier`` or an
+    ``Authenticator``, else ``MCP_AUTH_MODE``'s), behind DPoP when ``MCP_AUTH_DPOP`` is on.
+
+    Raises:
+        ConfigurationError: two token sources (``auth=`` or ``HostIdentity(tokens=...)`` and an
+            ``MCP_AUTH_MODE`` other than ``none``), or what :func:`create_authenticator` and
+            :func:`with_dpop` refuse.
+    """
+    host = given if isinstance(given, HostIdentity) else None
+    if host is None and settings.auth_host_identity:
+        try:
+            host = HostIdentity(tenant=settings.auth_host_tenant)
+        except ValueError:
+            raise ConfigurationError(f"MCP_AUTH_HOST_TENANT must be a tenant id (letters, digits, '.', '_', '-', "
+                                     f"at most 128), got {settings.auth_host_tenant!r}") from None
+    own = given.tokens if isinstance(given, HostIdentity) else given
+    if own is not None:
+        if settings.auth_mode != "none":
+            raise ConfigurationError(f"McpApp(auth=...) replaces MCP_AUTH_MODE={settings.auth_mode}; unset one of them")
+        tokens: Authenticator | None = _as_authenticator(own)
+    else:
+        tokens = create_authenticator(settings)
+    tokens = with_dpop(settings, tokens)
+    if host is None:
+        return tokens
+    host.tokens = tokens
+    return host

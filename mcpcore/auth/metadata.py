@@ -17,6 +17,11 @@ Contents:
   authorization server exists there: tokens are minted with the shared secret).
 - ``bearer_methods_supported``: ``["header"]`` (tokens in query strings or bodies are never read).
 - ``scopes_supported``: the sorted union of the scopes declared by definitions, when any.
+- ``dpop_signing_alg_values_supported`` (``MCP_AUTH_DPOP`` on) and
+  ``dpop_bound_access_tokens_required: true`` (``MCP_AUTH_DPOP=required``), RFC 9728 §2.
+
+Under host identity alone (``MCP_AUTH_MODE`` resolved to ``host``) there is no token to get, so
+no document is served.
 
 ``resource_signing_alg_values_supported`` is deliberately **not** emitted: RFC 9728 §2 defines it as
 the algorithms the resource uses to sign its *responses*, which this server does not do; listing the
@@ -101,7 +106,7 @@ def metadata_routes(settings: Settings, endpoint_path: str | None = None) -> tup
     The root form, the path-suffixed form, and (when ``MCP_PUBLIC_URL`` has a path prefix that a
     proxy may forward unchanged) the prefixed suffixed form.
     """
-    if settings.auth_mode == "none":
+    if settings.auth_mode in ("none", "host"):
         return ()
     endpoint = _endpoint(settings, endpoint_path)
     routes = [WELL_KNOWN_PRM, WELL_KNOWN_PRM + endpoint]
@@ -130,4 +135,10 @@ def protected_resource_metadata(
     scopes = sorted({s for s in scopes_supported if isinstance(s, str) and s})
     if scopes:
         doc["scopes_supported"] = scopes
+    if settings.auth_dpop != "off":
+        from .dpop import DEFAULT_ALGS
+
+        doc["dpop_signing_alg_values_supported"] = list(settings.auth_dpop_algs or DEFAULT_ALGS)
+        if settings.auth_dpop == "required":
+            doc["dpop_bound_access_tokens_required"] = True
     return doc

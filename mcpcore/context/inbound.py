@@ -73,6 +73,8 @@ class ContextServices:
     scope_checks_disabled: bool = False
     app_state: Any = None
     """The app's :attr:`~mcpcore.McpApp.state` (``ctx.app_state``)."""
+    delegation: Any = None
+    """The app's delegated tokens (``McpApp(delegation=...)``; :mod:`mcpcore.auth.delegation`)."""
 
 
 _DEFAULT_SERVICES = ContextServices()

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from .. import _json
 from ..asgi_types import Scope, Send
-from ..auth import Authenticator, AuthError, metadata_url, single_authorization
+from ..auth import Authenticator, AuthError, metadata_url
+from ..auth.base import authenticate_scope
 from ..config import Settings
 from ..context import AuthInfo
 from ..runtime import Runtime
@@ -21,27 +22,18 @@ Identity = tuple[str, str, str]
 """``(tenant, client id, subject)``: the principal a session or connection is bound to."""
 
 
-def _authorization(scope: Scope) -> list[str]:
-    """Every ``Authorization`` header (more than one is refused, so none may be lost)."""
-    return [v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"]
-
-
 async def authenticate(authenticator: Authenticator | None, scope: Scope) -> AuthInfo | None:
-    """The caller's verified identity; ``None`` when the app has no auth.
+    """The caller's verified identity; ``None`` when the app has no auth. An authenticator that
+    reads the whole request (``authenticate_request``: the host's user, DPoP) is given it; any
+    other, the request's one ``Authorization`` header (and its source address, to one that bounds
+    its work per source).
 
     Raises:
         AuthError: no token, a bad one, or the verifier is unavailable.
     """
     if authenticator is None:
         return None
-    header = single_authorization(_authorization(scope))
-    from_source = getattr(authenticator, "authenticate_from", None)  # work bounded per source address
-    if from_source is not None:
-        peer = scope.get("client")
-        info: AuthInfo = await from_source(header, peer[0] if peer else None)
-    else:
-        info = await authenticator.authenticate(header)
-    return info
+    return await authenticate_scope(authenticator, scope)
 
 
 def identity_of(auth: AuthInfo | None) -> Identity | None:
@@ -65,7 +57,9 @@ def base_url(scope: Scope, host: str | None) -> str:
 
 
 async def refuse(settings: Settings, scope: Scope, send: Send, host: str | None, exc: AuthError) -> None:
-    """Answer an authentication failure: status, challenge, JSON-RPC error body."""
-    urls = metadata_url(settings, base_url(scope, host), settings.endpoint_path)
-    extra = [(k.lower().encode(), v.encode()) for k, v in exc.headers(urls.challenge, include_scope=False).items()]
+    """Answer an authentication failure: status, challenge, JSON-RPC error body. The challenge
+    names the protected-resource metadata, except under host identity alone (no token to get)."""
+    urls = None if settings.auth_mode == "host" else metadata_url(settings, base_url(scope, host),
+                                                                    settings.endpoint_path).challenge
+    extra = [(k.lower().encode(), v.encode()) for k, v in exc.headers(urls, include_scope=False).items()]
     await json_response(send, exc.status, _json.dumps(exc.response_body(None)), extra)

@@ -1,4 +1,5 @@
-"""Auth fixtures: one hermetic loopback issuer for the session, reset before every test."""
+"""Auth fixtures: one hermetic loopback issuer for the session, reset before every test, and a
+real authorization server (oidc-provider) for the session."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from .issuer import Issuer, make_keys, serve
+from .provider import Provider, run_provider
 
 
 class FakeClock:
@@ -33,6 +35,13 @@ def issuer(issuer_server: Issuer) -> Iterator[Issuer]:
     issuer_server.reset()
     yield issuer_server
     issuer_server.reset()
+
+
+@pytest.fixture(scope="session")
+def provider() -> Iterator[Provider]:
+    """A real authorization server (oidc-provider on Node 22) for the DPoP and delegation tests."""
+    with run_provider() as p:
+        yield p
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from .mdexec import DocExampleError, check_fences, python_blocks, run_file, run_
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 GUIDES = {"context.md", "state.md", "asking-the-caller.md", "consent-gates.md", "errors.md", "enrichment.md",
-          "content.md", "notifications.md", "testing.md", "deployment.md", "middleware.md"}
+          "content.md", "notifications.md", "testing.md", "deployment.md", "middleware.md", "auth.md"}
 
 
 def test_every_guide_exists_and_has_runnable_examples() -> None:

@@ -23,6 +23,8 @@ PACKAGES = {
     "alpha": ["@modelcontextprotocol/conformance@0.2.0-alpha.12"],
     "client": ["@modelcontextprotocol/client@2", "@modelcontextprotocol/sdk@1.32"],
     "inspector": ["@modelcontextprotocol/inspector@2.12"],
+    # An OAuth authorization server for the delegation tests (RFC 8693 token exchange).
+    "identity": ["oidc-provider@9.13"],
 }
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal
 
 from ... import _json
-from ...asgi_types import Receive, Scope, Send
+from ...asgi_types import Message, Receive, Scope, Send
 from ...auth import AuthError
 from ...auth.base import Authenticator
 from ...config import Settings
@@ -100,20 +100,33 @@ class CorsPolicy(Layer):
 
 
 class Authentication(Layer):
-    """The bearer token becomes the request's identity (``ctx.auth``, ``ctx.tenant_id``);
-    a missing or bad one is answered 401 or 403 with the challenge. The authenticator is the
-    one ``MCP_AUTH_MODE`` names or the app's ``auth=`` (a ``TokenVerifier`` of your own)."""
+    """The caller becomes the request's identity (``ctx.auth``, ``ctx.tenant_id``): the host
+    app's user (``HostIdentity``) or the bearer token (with its DPoP proof under
+    ``MCP_AUTH_DPOP``); a missing or bad one is answered 401 or 403 with the challenge. The
+    authenticator is the one the settings name or the app's ``auth=``.
+
+    A host identity known without waiting passes at the door with no coroutine at all."""
 
     title = "auth"
 
     def __init__(self, authenticator: Authenticator, settings: Settings) -> None:
         self.authenticator = authenticator
         self.settings = settings
+        self.now: Callable[[Scope], AuthInfo | None] | None = getattr(authenticator, "identify_now", None)
+        self.rest: Callable[[Scope], Awaitable[AuthInfo]] | None = getattr(authenticator, "authenticate_tokens", None)
+        fresh = getattr(authenticator, "fresh_nonce", None) or getattr(
+            getattr(authenticator, "tokens", None), "fresh_nonce", None)
+        self.nonce: Callable[[], str | None] | None = fresh if callable(fresh) and fresh() is not None else None
+        if getattr(authenticator, "door_shortcut_ready", False):  # the host's users seen before, in one call
+            self.door = authenticator.door_shortcut(self.door)  # type: ignore[attr-defined,method-assign]
 
     def where(self) -> str:
         return qualified(getattr(self.authenticator, "verifier", self.authenticator))
 
     async def startup(self, settings: Settings, redis: Any = None) -> None:
+        share = getattr(self.authenticator, "share", None)
+        if redis is not None and share is not None:
+            share(redis)
         await self.authenticator.start()
 
     async def shutdown(self) -> None:
@@ -128,14 +141,49 @@ class Authentication(Layer):
             return ANSWERED
 
     def door(self, headers: RequestHeaders, send: Send) -> DoorAction | None:
-        return self._admit(headers, send) if headers.scope["method"] in ("POST", "GET", "DELETE") else None
+        if headers.scope["method"] not in ("POST", "GET", "DELETE"):
+            return None
+        if self.now is not None:
+            try:
+                info = self.now(headers.scope)
+            except AuthError as exc:
+                return self._refuse(headers, send, exc)
+            if info is not None:
+                headers.auth = info
+                return None
+            if self.rest is not None:
+                return self._tokens(headers, send, self.rest)
+        return self._admit(headers, send)
 
     async def _admit(self, headers: RequestHeaders, send: Send) -> Send | None:
         auth = await self.verify(headers.scope, send, headers.text(b"host"))
         if auth is ANSWERED:
             return None
         headers.auth = auth
-        return send
+        return send if self.nonce is None else _with_nonce(send, self.nonce)
+
+    async def _tokens(self, headers: RequestHeaders, send: Send,
+                      check: Callable[[Scope], Awaitable[AuthInfo]]) -> Send | None:
+        try:
+            headers.auth = await check(headers.scope)
+        except AuthError as exc:
+            await refuse(self.settings, headers.scope, send, headers.text(b"host"), exc)
+            return None
+        return send if self.nonce is None else _with_nonce(send, self.nonce)
+
+    async def _refuse(self, headers: RequestHeaders, send: Send, exc: AuthError) -> None:
+        await refuse(self.settings, headers.scope, send, headers.text(b"host"), exc)
+
+
+def _with_nonce(send: Send, fresh: Callable[[], str | None]) -> Send:
+    """``send`` whose answer carries the DPoP nonce to use next (RFC 9449 §9)."""
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            nonce = fresh()
+            if nonce is not None:
+                message = {**message, "headers": [*message.get("headers", ()), (b"dpop-nonce", nonce.encode())]}
+        await send(message)
+    return sending
 
 
 class BodyLimit(Layer):

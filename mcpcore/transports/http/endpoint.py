@@ -39,6 +39,7 @@ class HttpTransport:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = RequestHeaders(scope["headers"])
         headers.scope = scope
+        headers.auth = None
         for door in self.doors:
             action = door(headers, send)
             if action is not None:

@@ -34,11 +34,12 @@ class RequestHeaders(dict[bytes, bytes]):
     Kept as bytes because decoding every header of every request costs more than the rest of
     the request's header handling together."""
 
-    __slots__ = ("__dict__", "scope")  # the scope in a slot: no instance dict for every request
+    __slots__ = ("__dict__", "auth", "scope")  # slots: no instance dict for every request
 
     scope: Scope
     """The request's ASGI scope (what ``ctx.http`` shows), set at the door."""
-    auth: AuthInfo | None = None
+    auth: AuthInfo | None
+    """The caller's identity (``None`` until the auth layer sets it; set by the endpoint)."""
     long_body = False
     """Whether the body is long enough to hold a string past the bounds of
     :mod:`mcpcore.protocol.limits` (a shorter one cannot, so its requests skip those checks)."""
