@@ -120,16 +120,12 @@ class McpApp:
         self.expose_stateless_session_id = self.settings.expose_stateless_session_id \
             if expose_stateless_session_id is None else expose_stateless_session_id
         self.session_mode_decl = session_mode or SessionMode()
-        self.server_info: dict[str, Any] = {"name": name, "version": version}
-        for key, value in (("title", title), ("description", description), ("websiteUrl", website_url),
-                           ("icons", icons)):
-            if value:
-                self.server_info[key] = value
+        self.server_info: dict[str, Any] = {"name": name, "version": version, **{k: v for k, v in (
+            ("title", title), ("description", description), ("websiteUrl", website_url), ("icons", icons)) if v}}
         self.instructions = instructions
         self.registry = Registry()
-        for group in (tools, resources, prompts):
-            for obj in group:
-                self.registry.add(obj)
+        for obj in (*tools, *resources, *prompts):
+            self.registry.add(obj)
         self.path = path or self.settings.endpoint_path
         self._setup = setup
         self.live = LiveSessions()
