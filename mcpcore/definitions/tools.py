@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from pydantic import BaseModel
 
 from ..content import CONTENT_TYPES, ToolResult
-from ..errors import ConfigurationError, ErrorContract, validate_contracts
+from ..errors import ERROR_CONTRACT_META, ConfigurationError, ErrorContract, validate_contracts
 from .checks import check_options
 from .common import (
     Visibility,
@@ -229,6 +229,12 @@ def build_tool(
         if not isinstance(scope, str) or not scope or any(c.isspace() for c in scope):
             raise ConfigurationError(f"{owner}: auth scope {scope!r} must be a non-empty string without spaces")
     tool_meta = dict(meta) if meta else None
+    contracts = validate_contracts(owner, errors)
+    if contracts:  # advertised where no client reads it as anything else (docs/errors.md)
+        if tool_meta and ERROR_CONTRACT_META in tool_meta:
+            raise ConfigurationError(f"{owner}: meta key {ERROR_CONTRACT_META!r} is mcpcore's: it advertises the "
+                                     "errors= contract; remove it from meta=")
+        tool_meta = {**(tool_meta or {}), ERROR_CONTRACT_META: [c.to_json() for c in contracts]}
     if app is not None:
         from ..extensions.apps import App as _App
 
@@ -248,7 +254,7 @@ def build_tool(
         returns_content=returns_content,
         format=format,
         annotations=_annotations(owner, annotations),
-        errors=validate_contracts(owner, errors),
+        errors=contracts,
         enrichment=enrichment,
         enrichment_trailer=dict(enrichment_trailer or {}),
         auth=tuple(auth),
