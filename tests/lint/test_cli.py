@@ -62,7 +62,7 @@ def test_ignore_flag_silences_everywhere(capsys: pytest.CaptureFixture[str]) -> 
 
 
 @pytest.mark.parametrize(("target", "message"), [
-    ("tests.lint.no_such_module:app", "cannot import"),
+    ("tests.lint.no_such_module:app", "no module named 'tests.lint.no_such_module'"),
     ("tests.lint.broken_defs:nothing_here", "configuration error"),
     ("tests.lint.broken_defs:RECOVERY", "not an McpApp"),
 ])
@@ -95,4 +95,4 @@ def test_as_a_process() -> None:
     clean = lint_process("tests.lint.clean_defs:app")
     assert (clean.returncode, clean.stdout) == (0, ""), clean.stderr
     missing = lint_process("tests.lint.no_such_module:app")
-    assert missing.returncode == 2 and "cannot import" in missing.stderr
+    assert missing.returncode == 2 and "no module named 'tests.lint.no_such_module'" in missing.stderr
