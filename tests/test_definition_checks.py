@@ -272,6 +272,8 @@ def test_unknown_decorator_options_name_the_definition_and_the_closest_option() 
     assert "tool 'named': unknown option 'annotation'; did you mean 'annotations'?" in refused(
         lambda: app.tool(name="named", annotation={})(misspelled_tool))
     assert "unknown option 'whatever'; @tool takes" in refused(lambda: tool(whatever=1)(misspelled_tool))
+    assert "unknown option 'read_only_hint'; did you mean annotations={'read_only_hint': True}?" in refused(
+        lambda: tool(read_only_hint=True)(misspelled_tool))
 
 
 class Socketish:

@@ -140,10 +140,10 @@ def signature_mistakes(fn: Callable[..., Any], hints: Mapping[str, Any], *, kind
                                      "of the request's Context", f"annotate it: {p.name}: Context (from mcpcore "
                                      "import Context)"))
             else:
-                example = f"{p.name}: str" if kind == "prompt" else f"{p.name}: str, or {p.name}: Any to accept " \
+                example = f"{p.name}: str" if kind != "tool" else f"{p.name}: str, or {p.name}: Any to accept " \
                     "any JSON value"
-                found.append(Mistake(p.name, f"has no type annotation, so the client gets no type for it and the "
-                                     f"{kind} any value it sends", f"annotate it ({example})"))
+                found.append(Mistake(p.name, "has no type annotation, so clients get no type for it and any value "
+                                     "they send passes through", f"annotate it ({example})"))
             continue
         for t in _bare(ann):
             if isinstance(t, type) and t.__name__ == "Context" and _root(t) in _FOREIGN_CONTEXTS:
@@ -221,11 +221,16 @@ def _first_sentence(exc: Exception) -> str:
     return text.split(". ", 1)[0].rstrip(".")
 
 
-def check_options(kind: str, name: object, given: Collection[str], allowed: Collection[str]) -> None:
-    """Refuse decorator options ``kind`` does not take, naming the closest valid one."""
-    for option in given:
+def check_options(kind: str, name: object, given: Mapping[str, Any], allowed: Collection[str],
+                  annotations: Collection[str] = ()) -> None:
+    """Refuse decorator options ``kind`` does not take, naming the closest valid one (or, for a
+    behaviour hint passed as an option, the ``annotations=`` it belongs in)."""
+    for option, value in given.items():
         if option not in allowed:
             close = difflib.get_close_matches(option, list(allowed), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            if option in annotations:
+                hint = f"did you mean annotations={{{option!r}: {value!r}}}? "
+            else:
+                hint = f"did you mean {close[0]!r}? " if close else ""
             raise ConfigurationError(f"{kind} {str(name)!r}: unknown option {option!r}; {hint}"
                                      f"@{kind} takes {', '.join(sorted(allowed))}")

@@ -327,7 +327,8 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     def decorate(f: Any, localns: dict[str, Any] | None = None) -> Any:
         if not callable(f):
             raise TypeError("@tool decorates a function")
-        check_options("tool", options.get("name") or getattr(f, "__name__", "?"), options, TOOL_OPTIONS)
+        check_options("tool", options.get("name") or getattr(f, "__name__", "?"), options, TOOL_OPTIONS,
+                      ANNOTATION_OPTIONS)
         return attach(f, TOOL_ATTR, build_tool(f, localns=localns or caller_locals(), **options))
 
     if fn is not None:
@@ -341,3 +342,5 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
 
 TOOL_OPTIONS = frozenset(inspect.signature(build_tool).parameters) - {"fn", "localns"}
 """The options ``@tool(...)`` takes."""
+ANNOTATION_OPTIONS = frozenset(_ANNOTATION_KEYS) - {"title"}
+"""Behaviour hints, which ``@tool`` takes in ``annotations=``, not as options."""

@@ -12,7 +12,7 @@ from ..definitions.checks import check_options
 from ..definitions.common import SeenWithAny, VisibilityRule, attach
 from ..definitions.prompts import PROMPT_ATTR, PROMPT_OPTIONS, PromptDefinition, build_prompt
 from ..definitions.resources import RESOURCE_ATTR, ResourceDefinition
-from ..definitions.tools import TOOL_ATTR, TOOL_OPTIONS, ToolDefinition, build_tool
+from ..definitions.tools import ANNOTATION_OPTIONS, TOOL_ATTR, TOOL_OPTIONS, ToolDefinition, build_tool
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ def decorate_inline(fn: Callable[..., Any], kind: str, **options: Any) -> Any:
         raise TypeError(f"@app.{kind} decorates a function")
     name = options.get("name") or getattr(fn, "__name__", "?")
     if kind == "tool":
-        check_options("tool", name, options, TOOL_OPTIONS)
+        check_options("tool", name, options, TOOL_OPTIONS, ANNOTATION_OPTIONS)
         return attach(fn, TOOL_ATTR, build_tool(fn, **options))
     check_options("prompt", name, options, PROMPT_OPTIONS)
     return attach(fn, PROMPT_ATTR, build_prompt(fn, **options))
