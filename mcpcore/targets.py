@@ -140,12 +140,12 @@ def check_servable(obj: Any, target: str) -> None:
     try:
         inspect.signature(obj).bind(object(), object(), object())
     except TypeError:
-        try:
-            shown = str(inspect.signature(obj))
-        except (TypeError, ValueError):
-            shown = "(...)"
-        raise ConfigurationError(
-            f"{target!r} is a function taking {shown}, not an ASGI app (scope, receive, send); if it builds the app, "
-            f"call it in the module (app = {getattr(obj, '__name__', 'create_app')}()) and point at that") from None
+        params = f"({', '.join(inspect.signature(obj).parameters)})"
+        if isinstance(obj, (types.FunctionType, types.MethodType)):
+            raise ConfigurationError(
+                f"{target!r} is a function taking {params}, not an ASGI app (scope, receive, send); if it builds the "
+                f"app, call it in the module (app = {obj.__name__}()) and point at that") from None
+        raise ConfigurationError(f"{target!r} is a {type(obj).__name__} called with {params}, not an ASGI app (scope, "
+                                 "receive, send); point at an McpApp, or an ASGI app that mounts one") from None
     except ValueError:  # no signature to read (a builtin): let the server try it
         return

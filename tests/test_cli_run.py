@@ -82,7 +82,7 @@ def test_a_tool_is_not_an_app(project: Path) -> None:
 
 def test_a_factory_is_not_an_app(project: Path) -> None:
     line = one_line_error(run(project, "server:create_app"))
-    assert line.startswith("'server:create_app' is a function taking () -> mcpcore.app.McpApp, not an ASGI app")
+    assert line.startswith("'server:create_app' is a function taking (), not an ASGI app")
     assert line.endswith("call it in the module (app = create_app()) and point at that")
 
 
@@ -159,3 +159,27 @@ def test_unknown_variables_are_those_no_setting_reads() -> None:
            "MCPCORE_NODE_CACHE": "/tmp", "MCP_EXAMPLE_SANDBOX": "/tmp"}
     assert Settings.unknown_variables(env) == [("MCP_EXAMPLE_SANDBOX", None), ("MCP_SESION_STORE", "MCP_SESSION_STORE"),
                                                ("STORAGE_PROVIDER", "STORAGE_PROVIDER_TYPE")]
+
+
+def test_what_can_be_served_and_what_cannot() -> None:
+    from starlette.applications import Starlette
+
+    from mcpcore.targets import check_servable
+
+    class Wsgi:
+        def __call__(self, environ: dict[str, str], start_response: object) -> list[bytes]:
+            return []
+
+    async def asgi(scope: object, receive: object, send: object) -> None:
+        return None
+
+    check_servable(Starlette(), "host:app")
+    check_servable(asgi, "host:app")
+    with pytest.raises(ConfigurationError) as info:
+        check_servable(Wsgi(), "host:app")
+    assert str(info.value) == ("'host:app' is a Wsgi called with (environ, start_response), not an ASGI app (scope, "
+                               "receive, send); point at an McpApp, or an ASGI app that mounts one")
+    with pytest.raises(ConfigurationError, match=r"is the class Wsgi, not an app"):
+        check_servable(Wsgi, "host:Wsgi")
+    with pytest.raises(ConfigurationError, match=r"is a dict, not an ASGI app"):
+        check_servable({}, "host:config")
