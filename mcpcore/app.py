@@ -16,7 +16,7 @@ from .auth.verifier import TokenVerifier
 from .config import SessionMode, Settings
 from .context import ContextServices
 from .definitions.depends import DependencyOverrides
-from .definitions.resources import CacheHint, build_resource
+from .definitions.resources import CacheHint, resource
 from .layer import LayerInfo
 from .logs import LEVELS, ensure_logging
 from .middleware.base import Middleware
@@ -202,9 +202,7 @@ class McpApp:
     def resource(self, uri: str, **options: Any) -> Callable[[Any], Any]:
         """``@app.resource(uri, ...)``: define and register a resource or template."""
         def deco(f: Any) -> Any:
-            from .definitions.resources import RESOURCE_ATTR
-            setattr(f, RESOURCE_ATTR, build_resource(f, uri, **options))
-            self.registry.add(f)
+            self.registry.add(resource(uri, **options)(f))
             return f
         return deco
 

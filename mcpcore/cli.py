@@ -3,32 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
 import sys
-from typing import Any
 
 from ._version import __version__
 from .errors import ConfigurationError
 from .serving import endpoint_url, serve, serving_line, settings_of
+from .targets import check_servable, load_app
 
 __all__ = ["endpoint_url", "lint_command", "load_app", "main", "serve", "serving_line"]
-
-
-def load_app(target: str) -> Any:
-    """Import ``module:attribute`` (the attribute defaults to ``app``)."""
-    module_name, _, attr = target.partition(":")
-    if not module_name:
-        raise ConfigurationError(f"expected module:app, got {target!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    module = importlib.import_module(module_name)
-    obj: Any = module
-    for part in (attr or "app").split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            raise ConfigurationError(f"{target!r}: {module_name} has no attribute {attr or 'app'!r}")
-    return obj
 
 
 def lint_command(target: str, *, output_format: str = "text", portability: str = "standard",
@@ -94,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                             ignore=args.ignore)
     try:
         app = load_app(args.target)
+        check_servable(app, args.target)
         settings = settings_of(app)
         transport = args.transport or settings.transport
         serve(app, transport, host=args.host or settings.http_host,
@@ -102,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigurationError as exc:
         print(f"mcpcore: configuration error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl+C before the server ran (importing, connecting to Redis)
+        return 130
     return 0
 
 

@@ -7,19 +7,22 @@ Every parse error is a :class:`~mcpcore.errors.ConfigurationError` naming the va
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
 from .errors import ConfigurationError
 from .logs import normalize_level
 
-__all__ = ["SessionMode", "Settings"]
+__all__ = ["SessionMode", "Settings", "origin_problem"]
 
 T = TypeVar("T")
+_PREFIXES = ("MCP_", "OAUTH_", "STORAGE_")
 SessionModeName = Literal["stateless", "stateful", "auto"]
 
 
@@ -72,6 +75,41 @@ def _choice(*options: str, aliases: Mapping[str, str] | None = None) -> Callable
 
 def _csv(name: str, raw: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in raw.split(",") if p.strip())
+
+
+def origin_problem(origin: str) -> str | None:
+    """Why ``origin`` can never equal a browser's ``Origin`` header (``None`` when it can): an
+    origin is ``scheme://host[:port]``, or ``*`` (any) or ``null`` (sandboxed pages)."""
+    if origin in ("*", "null"):
+        return None
+    try:
+        parts = urlsplit(origin)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        return "has an invalid port"
+    if not parts.scheme or not parts.netloc:
+        return "has no scheme, so it never equals an Origin header, which browsers send as scheme://host[:port]"
+    if "*" in parts.netloc:
+        return "has a wildcard; origins are matched exactly (list each one, or * for any)"
+    if parts.path not in ("", "/") or parts.query or parts.fragment or "@" in parts.netloc:
+        return "has more than scheme://host[:port]; an Origin header never carries a path, query or user"
+    if not port_ok:
+        return "has an invalid port"
+    return None
+
+
+def _origins(name: str, raw: str) -> tuple[str, ...]:
+    out = _csv(name, raw)
+    for origin in out:
+        problem = origin_problem(origin)
+        if problem is not None:
+            raise ConfigurationError(f"{name}: {origin!r} {problem}; write each origin as scheme://host[:port], e.g. "
+                                     f"https://{_host_of(origin)}")
+    return out
+
+
+def _host_of(origin: str) -> str:
+    return origin.split("://")[-1].split("/")[0].split(":")[0].replace("*.", "") or "app.example.com"
 
 
 def _hostports(name: str, raw: str) -> tuple[str, ...]:
@@ -132,7 +170,7 @@ class Settings:
     session_idle_ms: int = _env("MCP_STATEFUL_SESSION_STALE_TIMEOUT_MS", _int(1000), 1_800_000)
     max_sessions: int = _env("MCP_MAX_SESSIONS", _int(1), 10_000)
     max_sessions_per_identity: int = _env("MCP_MAX_SESSIONS_PER_IDENTITY", _int(1), 100)
-    allowed_origins: tuple[str, ...] = _env("MCP_ALLOWED_ORIGINS", _csv, ())
+    allowed_origins: tuple[str, ...] = _env("MCP_ALLOWED_ORIGINS", _origins, ())
     allowed_hosts: tuple[str, ...] = _env("MCP_ALLOWED_HOSTS", _csv, ())
     sse_keepalive_ms: int = _env("MCP_HTTP_SSE_KEEPALIVE_MS", _int(0), 15_000)
     resumability: bool = _env("MCP_HTTP_RESUMABILITY", _bool, True)
@@ -200,7 +238,7 @@ class Settings:
         "MCP_TOKEN_EXCHANGE_ACTOR_TOKEN", _secret, None)
     token_exchange_audiences: tuple[str, ...] = _env("MCP_TOKEN_EXCHANGE_AUDIENCES", _csv, ())
     # Ceilings on what a caller sends (see docs/security.md).
-    cors_allowed_origins: tuple[str, ...] = _env("MCP_CORS_ALLOWED_ORIGINS", _csv, ())
+    cors_allowed_origins: tuple[str, ...] = _env("MCP_CORS_ALLOWED_ORIGINS", _origins, ())
     max_batch_messages: int = _env("MCP_HTTP_MAX_BATCH_MESSAGES", _int(1, 10_000), 100)
     max_batch_response_bytes: int = _env("MCP_HTTP_MAX_BATCH_RESPONSE_BYTES", _int(1024), 8_388_608)
     max_subscriptions: int = _env("MCP_MAX_SUBSCRIPTIONS_PER_SESSION", _int(0, 100_000), 100)
@@ -238,6 +276,9 @@ class Settings:
         unknown = set(overrides) - {f.name for f in fields(cls)}
         if unknown:
             raise ConfigurationError(f"unknown settings: {', '.join(sorted(unknown))}")
+        for f in fields(cls):
+            if f.metadata.get("parse") is _origins and f.name in overrides:  # the same rule as the variable's
+                _origins(f"{f.name}= ({f.metadata['env']})", ",".join(overrides[f.name]))
         values.update(overrides)
         return cls(**values)
 
@@ -249,6 +290,15 @@ class Settings:
     def variables() -> list[tuple[str, str, Any]]:
         """``(variable, field, default)`` for every setting, for docs and ``--help``."""
         return [(f.metadata["env"], f.name, f.default) for f in fields(Settings) if "env" in f.metadata]
+
+    @staticmethod
+    def unknown_variables(environ: Mapping[str, str] | None = None) -> list[tuple[str, str | None]]:
+        """``(variable, closest known variable or None)`` for every ``MCP_*``, ``OAUTH_*`` and
+        ``STORAGE_*`` variable of ``environ`` (default ``os.environ``) that no setting reads."""
+        env = os.environ if environ is None else environ
+        known = [var for var, _, _ in Settings.variables()]
+        return [(name, next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.8)), None))
+                for name in sorted(env) if name.startswith(_PREFIXES) and name not in known]
 
     def streams_per_caller(self) -> int:
         """Most long-lived streams one caller may hold open in this process:

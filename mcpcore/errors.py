@@ -23,18 +23,21 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
+    "ERROR_CONTRACT_META",
     "QUOTE_MAX",
     "RESOURCE_NOT_FOUND",
     "TOOL_ERROR_META",
     "ConfigurationError",
     "ErrorContract",
+    "Fail",
     "JsonRpcErrorCode",
     "McpError",
     "classify",
     "conflict",
+    "contract_failure",
     "error_object",
     "forbidden",
     "internal_error",
@@ -69,6 +72,11 @@ def quoted(value: object, limit: int = QUOTE_MAX) -> str:
 TOOL_ERROR_META = "dev.mcpcore/error"
 """The ``_meta`` key of an ``isError`` tool result that carries the error envelope
 (``{"code", "message", "data"}``); see docs/errors.md for why it is not ``structuredContent``."""
+
+
+ERROR_CONTRACT_META = "dev.mcpcore/errors"
+"""The ``_meta`` key of a tool in ``tools/list`` that advertises its ``errors=[...]`` contract: a list
+of ``{"reason", "code", "when", "recovery", "retryable"?}`` (:meth:`ErrorContract.to_json`)."""
 
 
 class JsonRpcErrorCode(IntEnum):
@@ -215,6 +223,29 @@ class ErrorContract:
         if self.retryable:
             out["retryable"] = True
         return out
+
+
+class Fail(Protocol):
+    """``ctx.fail``: the :class:`McpError` of a declared failure, to raise."""
+
+    def __call__(self, reason: str, message: str | None = None, data: Mapping[str, Any] | None = None, *,
+                 cause: BaseException | None = None) -> McpError: ...
+
+
+def contract_failure(contracts: Sequence[ErrorContract], reason: str, message: str | None = None,
+                     data: Mapping[str, Any] | None = None, *, cause: BaseException | None = None) -> McpError:
+    """The :class:`McpError` of the declared failure ``reason``: the contract's code, ``message``
+    or its ``when``, ``data`` with ``reason`` written last (and ``retryable``). An undeclared
+    reason gives an ``InternalError`` naming the declared ones."""
+    for c in contracts:
+        if c.reason == reason:
+            payload = dict(data) if data else {}
+            payload["reason"] = c.reason
+            if c.retryable:
+                payload.setdefault("retryable", True)
+            return McpError(c.code, message or c.when, payload, cause=cause)
+    return McpError(JsonRpcErrorCode.InternalError, f"Undeclared error reason {reason!r}.",
+                    {"reason": reason, "declaredReasons": [c.reason for c in contracts]}, cause=cause)
 
 
 def validate_contracts(owner: str, contracts: Sequence[ErrorContract]) -> tuple[ErrorContract, ...]:

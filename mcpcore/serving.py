@@ -13,7 +13,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -24,7 +24,7 @@ from .logs import configure_logging, logging_config
 
 __all__ = ["DRAIN_SECONDS", "NAMED_PROTOCOL", "QUIESCE_SECONDS", "Servable", "apply_http_limits",
            "check_shared_store", "connection_close", "endpoint_url", "lifespan_protocol", "serve", "serving_line",
-           "settings_of"]
+           "settings_of", "warn_unknown_variables"]
 
 log = logging.getLogger("mcpcore.cli")
 
@@ -194,15 +194,21 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
         if not _is_mcp_app(app):
             raise ConfigurationError(f"stdio serves an McpApp, not a {type(app).__name__}")
         configure_logging(settings.log_level)
-        log.info(serving_line(app, "stdio"), extra={"fields": {"transport": "stdio"}})
+        warn_unknown_variables()
+
+        async def stdio() -> None:  # says it serves once asyncio.run turns Ctrl+C into a cancellation
+            log.info(serving_line(app, "stdio"), extra={"fields": {"transport": "stdio"}})
+            await app.serve_stdio()
+
         try:
-            asyncio.run(app.serve_stdio())
+            asyncio.run(stdio())
         except KeyboardInterrupt:
             pass
         return
     import uvicorn
 
     configure_logging(settings.log_level)
+    warn_unknown_variables()
     if _is_mcp_app(app):
         _ = app.session_mode  # a contradictory session configuration fails here, before binding
     check_shared_store(settings, workers if target is not None else 1)
@@ -237,9 +243,21 @@ def serve(app: Any, transport: str, *, host: str, port: int, workers: int = 1, r
     server = _draining_server_class()(config)
     server.mcp_app = app if _is_mcp_app(app) else None
     server.served_app = app
-    server.run()
+    try:
+        server.run()
+    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it shut down on; the shutdown is done
+        return
     if not server.started:  # the app's startup failed (logged): exit as uvicorn does
         raise SystemExit(3)
+
+
+def warn_unknown_variables(environ: Mapping[str, str] | None = None) -> None:
+    """Log a warning for each ``MCP_*``/``OAUTH_*``/``STORAGE_*`` variable no setting reads (a
+    misspelling is otherwise ignored in silence), with the closest known name."""
+    for name, close in Settings.unknown_variables(environ):
+        hint = f"did you mean {close}?" if close else "no setting is named like it (ignore this if your app reads it)"
+        log.warning("%s is not an mcpcore setting and is ignored; %s", name, hint,
+                    extra={"fields": {"variable": name, "closest": close}})
 
 
 @contextlib.contextmanager

@@ -26,6 +26,9 @@ async def _exercise(client: Client) -> None:
     tools = await client.list_tools()
     names = {t.name for t in tools.tools}
     assert {"test_simple_text", "search", "fetch_items"} <= names
+    (fetch,) = [t for t in tools.tools if t.name == "fetch_items"]  # the error contract, in the tool's _meta
+    assert [(e["reason"], e["code"]) for e in (fetch.meta or {})["dev.mcpcore/errors"]] == [
+        ("no_match", -32001), ("queue_full", -32003)]
     r = await client.call_tool("search", {"query": "red"})
     assert r.structured_content == {"items": ["red widget", "red gadget"], "effectiveQuery": "red", "totalCount": 2}
     r = await client.call_tool("test_error_handling", {})

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, Field
 
-from mcpcore import Context, ErrorContract, JsonRpcErrorCode, McpApp, McpError, Settings, ToolResult, tool
-from mcpcore.errors import TOOL_ERROR_META
-from mcpcore.testing import McpTestClient, tool_error
+from mcpcore import (
+    ConfigurationError,
+    Context,
+    ErrorContract,
+    JsonRpcErrorCode,
+    McpApp,
+    McpError,
+    Settings,
+    ToolResult,
+    tool,
+)
+from mcpcore.errors import ERROR_CONTRACT_META, TOOL_ERROR_META
+from mcpcore.testing import McpTestClient, create_mock_context, tool_error
 
 from .conftest import example_app
 
@@ -238,6 +249,70 @@ async def test_fail_with_an_undeclared_reason_is_loud_and_recovery_for_resolves(
         err = tool_error(r)
         assert err["code"] == -32603 and err["data"]["declaredReasons"] == ["busy"]
         assert seen == {"hint": {"recovery": {"hint": "Wait a little and then try again please."}}, "none": {}}
+
+
+async def test_fail_is_absent_on_a_tool_without_an_error_contract(caplog: pytest.LogCaptureFixture) -> None:
+    seen: dict[str, Any] = {}
+
+    @tool
+    def plain(ctx: Context) -> str:
+        """Doc."""
+        seen["has_fail"] = hasattr(ctx, "fail")
+        raise ctx.fail("anything")
+
+    with caplog.at_level(logging.ERROR, logger="mcpcore.server"):
+        async with McpTestClient(app_with(plain)) as c:
+            err = tool_error(await c.call_tool("plain"))
+    assert seen == {"has_fail": False}
+    assert err["code"] == -32603 and err["message"] == "Internal error."
+    (record,) = [r for r in caplog.records if r.exc_info]
+    assert isinstance(record.exc_info[1], AttributeError)  # type: ignore[index]
+    assert str(record.exc_info[1]).startswith(  # type: ignore[index]
+        "ctx.fail is absent: tool:plain declares no errors=[...]; declare ErrorContract entries")
+
+    with pytest.raises(AttributeError, match=r"ctx\.fail is absent"):
+        create_mock_context().fail("busy")
+    busy = ErrorContract("busy", -32003, "Busy", "Wait a little and then try again please.")
+    assert create_mock_context(errors=[busy]).fail("busy").code == -32003
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_the_error_contract_is_advertised_in_the_tools_meta(era: str) -> None:
+    contracts = [ErrorContract("no_match", JsonRpcErrorCode.NotFound, "Nothing matched",
+                               "Broaden the query or check the spelling."),
+                 ErrorContract("busy", JsonRpcErrorCode.RateLimited, "Busy", "Wait a little and then try again.",
+                               retryable=True)]
+
+    @tool(errors=contracts, meta={"team": "search"})
+    def find(query: str, ctx: Context) -> str:
+        """Find things."""
+        raise ctx.fail("busy")
+
+    @tool
+    def plain() -> str:
+        """Doc."""
+        return "x"
+
+    async with McpTestClient(app_with(find, plain), era=era) as c:
+        tools = {t["name"]: t for t in await c.list_tools()}
+        thrown = tool_error(await c.call_tool("find", {"query": "q"}))
+    assert tools["find"]["_meta"] == {"team": "search", ERROR_CONTRACT_META: [
+        {"reason": "no_match", "code": -32001, "when": "Nothing matched",
+         "recovery": "Broaden the query or check the spelling."},
+        {"reason": "busy", "code": -32003, "when": "Busy", "recovery": "Wait a little and then try again.",
+         "retryable": True}]}
+    assert "_meta" not in tools["plain"]
+    advertised = {e["reason"]: e["code"] for e in tools["find"]["_meta"][ERROR_CONTRACT_META]}
+    assert thrown["code"] == advertised[thrown["data"]["reason"]]
+
+
+def test_the_error_contract_meta_key_is_reserved() -> None:
+    with pytest.raises(ConfigurationError, match=r"meta key 'dev\.mcpcore/errors' is mcpcore's"):
+        @tool(errors=[ErrorContract("busy", -32003, "Busy", "Wait a little and then try again.")],
+              meta={ERROR_CONTRACT_META: []})
+        def t() -> str:
+            """Doc."""
+            return "x"
 
 
 async def test_service_errors_with_a_declared_reason_get_the_hint_and_own_hints_win() -> None:

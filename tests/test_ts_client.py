@@ -40,6 +40,7 @@ def test_typescript_client(server_url: str, era: str) -> None:
     assert '"id":"5"' in str(out["resource"])
     assert out["prompt"] == "Prompt with arguments: arg1='a', arg2='b'"
     assert out["multi"] == "Paris Ada (1 roots)"
+    assert [(e["reason"], e["code"]) for e in out["fetchErrors"]] == [("no_match", -32001), ("queue_full", -32003)]
     assert out["rounds"] == "Ada likes Ada"
     if era == "modern":
         assert out["era"] == "modern" and out["version"] == "2026-07-28"

@@ -58,8 +58,9 @@ MEANINGS: dict[str, str] = {
     "MCP_MAX_SESSIONS_PER_IDENTITY": "Most sessions one authenticated identity may hold; its least recently "
                                      "used idle one makes room (with Redis: one idle for a minute, since "
                                      "another instance may be serving the rest).",
-    "MCP_ALLOWED_ORIGINS": "Comma-separated `Origin` values accepted besides loopback ones; `*` turns the "
-                           "Origin check off.",
+    "MCP_ALLOWED_ORIGINS": "Comma-separated `Origin` values accepted besides loopback ones, each "
+                           "`scheme://host[:port]` (a value without a scheme, with a path or a wildcard "
+                           "could never match and stops the app); `*` turns the Origin check off.",
     "MCP_ALLOWED_HOSTS": "Comma-separated `Host` names accepted; when set (or when bound to loopback) other "
                          "hosts are refused 403. `*` turns the check off.",
     "MCP_HTTP_SSE_KEEPALIVE_MS": "Interval of SSE keep-alive comments on open streams; `0` sends none.",
@@ -170,7 +171,8 @@ MEANINGS: dict[str, str] = {
                                     "`name=audience` pairs separated by commas.",
     "MCP_CORS_ALLOWED_ORIGINS": "Comma-separated origins of browser clients granted CORS on the MCP endpoint "
                                 "(preflights answered, `Mcp-Session-Id` exposed); also accepted by the Origin "
-                                "check. Empty: CORS off. `*`: any origin.",
+                                "check; each `scheme://host[:port]`, as for `MCP_ALLOWED_ORIGINS`. Empty: CORS "
+                                "off. `*`: any origin.",
     "MCP_HTTP_MAX_BATCH_MESSAGES": "Most messages in one JSON-RPC batch (2025-03-26); a larger batch is "
                                    "answered 400 before any of it runs.",
     "MCP_HTTP_MAX_BATCH_RESPONSE_BYTES": "Most bytes of one batch's response; answers past it are replaced by "

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..errors import ErrorContract, JsonRpcErrorCode, McpError
+from ..errors import ErrorContract, Fail, contract_failure
 from ..protocol.extensions import client_extension, client_extensions
 from ..protocol.versions import Era
 from .enrich import ContentCollect, Enrich
@@ -303,22 +304,20 @@ class Context(RequestContext):
         """Tell clients subscribed to ``uri`` that it changed (fire-and-forget)."""
         self._notify({"kind": "resource", "uri": uri})
 
-    def fail(self, reason: str, message: str | None = None, data: Mapping[str, Any] | None = None, *,
-             cause: BaseException | None = None) -> McpError:
-        """Build the :class:`McpError` for a declared failure; ``raise ctx.fail("no_match")``.
+    @property
+    def fail(self) -> Fail:
+        """Build the :class:`McpError` of a declared failure: ``raise ctx.fail("no_match")``, with
+        ``(reason, message=None, data=None, *, cause=None)``.
 
         The code comes from the contract; ``data.reason`` is always the contract's reason. An
-        undeclared reason yields an ``InternalError`` naming the declared ones.
+        undeclared reason yields an ``InternalError`` naming the declared ones. Present only
+        when the definition declares ``errors=[...]``: otherwise reading it raises ``AttributeError``.
         """
-        for c in self._errors:
-            if c.reason == reason:
-                payload = dict(data) if data else {}
-                payload["reason"] = c.reason
-                if c.retryable:
-                    payload.setdefault("retryable", True)
-                return McpError(c.code, message or c.when, payload, cause=cause)
-        return McpError(JsonRpcErrorCode.InternalError, f"Undeclared error reason {reason!r}.",
-                        {"reason": reason, "declaredReasons": [c.reason for c in self._errors]}, cause=cause)
+        if not self._errors:
+            raise AttributeError(f"ctx.fail is absent: {self.operation or 'this handler'} declares no errors=[...]; "
+                                 "declare ErrorContract entries for the reasons it fails with, or raise McpError "
+                                 "(mcpcore.errors.not_found(...), ...) directly")
+        return functools.partial(contract_failure, self._errors)
 
     def recovery_for(self, reason: str) -> dict[str, Any]:
         """``{"recovery": {"hint": ...}}`` for a declared reason, ``{}`` otherwise."""

@@ -15,8 +15,8 @@ import anyio.to_thread
 from ..context import Context
 from ..errors import ConfigurationError
 
-__all__ = ["NAME_RE", "SeenWithAny", "Visibility", "VisibilityRule", "caller_locals", "check_name", "description_of",
-           "is_async", "is_context_annotation", "make_caller", "type_hints", "visibility_rule"]
+__all__ = ["NAME_RE", "SeenWithAny", "Visibility", "VisibilityRule", "attach", "caller_locals", "check_name",
+           "description_of", "is_async", "is_context_annotation", "make_caller", "type_hints", "visibility_rule"]
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 
@@ -57,6 +57,17 @@ def visibility_rule(owner: str, value: Visibility | None) -> VisibilityRule:
         if not isinstance(scope, str) or not scope or any(c.isspace() for c in scope):
             raise ConfigurationError(f"{owner}: visible_to scope {scope!r} must be a non-empty string without spaces")
     return scopes or None
+
+
+def attach(fn: Any, attr: str, definition: Any) -> Any:
+    """Put ``definition`` on ``fn`` and return what carries it: ``fn`` itself, or for a bound
+    method (which takes no attributes) a callable standing for it."""
+    if inspect.ismethod(fn):
+        carrier = functools.partial(fn)
+        functools.update_wrapper(carrier, fn)
+        fn = carrier
+    setattr(fn, attr, definition)
+    return fn
 
 
 def caller_locals(depth: int = 2) -> dict[str, Any] | None:

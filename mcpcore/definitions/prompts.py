@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
 from ..content import PromptMessage, to_wire
 from ..errors import ConfigurationError, ErrorContract
+from .checks import check_options, prompt_argument_mistakes, raise_first
 from .common import (
     Visibility,
     VisibilityRule,
+    attach,
     caller_locals,
     check_name,
     description_of,
@@ -98,7 +101,8 @@ def build_prompt(
     owner = f"prompt {prompt_name!r}"
     desc = description_of("prompt", prompt_name, description, fn)
     plan = args_plan(fn, owner, model_name=f"{prompt_name.replace('.', '_').replace('-', '_')}_args",
-                     localns=localns if localns is not None else caller_locals())
+                     localns=localns if localns is not None else caller_locals(), kind="prompt")
+    raise_first(owner, prompt_argument_mistakes(plan.model), "argument")
     arguments: list[dict[str, Any]] = []
     for fname, f in plan.model.model_fields.items():
         entry: dict[str, Any] = {"name": f.alias or fname}
@@ -155,11 +159,17 @@ def prompt(fn: Any = None, /, **options: Any) -> Any:
     def decorate(f: Any) -> Any:
         if not callable(f):
             raise TypeError("@prompt decorates a function")
-        setattr(f, PROMPT_ATTR, build_prompt(f, **options))
-        return f
+        check_options("prompt", options.get("name") or getattr(f, "__name__", "?"), options, PROMPT_OPTIONS)
+        return attach(f, PROMPT_ATTR, build_prompt(f, **options))
 
     if fn is not None:
         if options:
             raise TypeError("use @prompt or @prompt(...)")
+        if isinstance(fn, str):
+            raise TypeError(f"@prompt takes options by keyword: @prompt(name={fn!r})")
         return decorate(fn)
     return decorate
+
+
+PROMPT_OPTIONS = frozenset(inspect.signature(build_prompt).parameters) - {"fn", "localns"}
+"""The options ``@prompt(...)`` takes."""

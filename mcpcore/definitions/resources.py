@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -11,7 +12,17 @@ from pydantic import BaseModel
 from .. import _json
 from ..content import BlobResourceContents, Resource, TextResourceContents, to_wire
 from ..errors import ConfigurationError, ErrorContract, validate_contracts
-from .common import Visibility, VisibilityRule, caller_locals, check_name, is_async, make_caller, visibility_rule
+from .checks import check_options
+from .common import (
+    Visibility,
+    VisibilityRule,
+    attach,
+    caller_locals,
+    check_name,
+    is_async,
+    make_caller,
+    visibility_rule,
+)
 from .schema import ArgsPlan, args_plan
 from .uritemplate import UriTemplate
 
@@ -150,7 +161,7 @@ def build_resource(
     owner = f"resource {uri!r}"
     localns = localns if localns is not None else caller_locals()
     plan = args_plan(fn, owner, model_name=f"{res_name.replace('.', '_').replace('-', '_')}_params",
-                     localns=localns)
+                     localns=localns, kind="resource")
     fields = plan.model.model_fields
     names = set(plan.field_keys)
     missing = [v for v in template.variables if v not in names]
@@ -170,12 +181,13 @@ def build_resource(
     list_call = None
     list_ctx = None
     if list is not None:
-        lplan = args_plan(list, f"{owner} list=", model_name="list_params", allow_model=False, localns=localns)
+        lplan = args_plan(list, f"{owner} list=", model_name="list_params", allow_model=False, localns=localns,
+                          kind="resource")
         if lplan.names:
             raise ConfigurationError(f"{owner}: list= takes no arguments except an optional Context")
         list_call = make_caller(list)
         list_ctx = lplan.ctx_param
-    doc = description if description is not None else (fn.__doc__ and __import__("inspect").getdoc(fn))
+    doc = description if description is not None else (fn.__doc__ and inspect.getdoc(fn))
     return ResourceDefinition(
         uri=uri,
         template=template,
@@ -223,12 +235,16 @@ def resource(uri: str, **options: Any) -> Callable[[F], F]:
     def decorate(f: F) -> F:
         if not callable(f):
             raise TypeError("@resource decorates a function")
-        setattr(f, RESOURCE_ATTR, build_resource(f, uri, **options))
-        return f
+        check_options("resource", str(uri), options, RESOURCE_OPTIONS)
+        return attach(f, RESOURCE_ATTR, build_resource(f, uri, **options))  # type: ignore[no-any-return]
 
     if callable(uri):
         raise TypeError("@resource needs a URI: @resource('scheme://{id}')")
     return decorate
+
+
+RESOURCE_OPTIONS = frozenset(inspect.signature(build_resource).parameters) - {"fn", "uri", "localns"}
+"""The options ``@resource(uri, ...)`` takes."""
 
 
 def _icons(owner: str, icons: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:

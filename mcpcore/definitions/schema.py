@@ -12,10 +12,23 @@ from pydantic_core import SchemaValidator
 
 from ..errors import ConfigurationError
 from ..jsonschema import json_schema
+from .checks import input_type_error, raise_first, signature_mistakes
 from .common import is_context_annotation, type_hints
 from .depends import Dependency, dependency_of, plan_dependency
 
-__all__ = ["ArgsPlan", "OutputPlan", "args_plan", "json_schema", "object_schema", "output_plan"]
+__all__ = ["ArgsPlan", "OutputPlan", "args_plan", "json_schema", "object_schema", "output_plan", "plan_input_schema"]
+
+
+def plan_input_schema(plan: ArgsPlan, owner: str) -> dict[str, Any]:
+    """The closed input schema of ``plan`` (:func:`object_schema`), a type without a JSON Schema
+    named with its parameter and ``owner``."""
+    try:
+        return object_schema(plan.model, strict=True)
+    except Exception as exc:
+        model = plan.model
+        fields = {n: (f.annotation, f) for n, f in model.model_fields.items()}
+        prefix = f"{plan.model_param}." if plan.model_param else ""
+        raise input_type_error(owner, fields, model.model_config, exc, prefix=prefix) from exc
 
 
 def object_schema(model: type[BaseModel], *, strict: bool) -> dict[str, Any]:
@@ -81,10 +94,16 @@ def _fields_validator(model: type[BaseModel]) -> SchemaValidator | None:
 
 
 def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_model: bool = True,
-              localns: dict[str, Any] | None = None) -> ArgsPlan:
-    """Analyse ``fn``'s signature once: find the ``Context`` parameter and build the input model."""
+              localns: dict[str, Any] | None = None, kind: str = "tool") -> ArgsPlan:
+    """Analyse ``fn``'s signature once: find the ``Context`` parameter and build the input model.
+
+    Raises:
+        ConfigurationError: a parameter that cannot work as a ``kind``'s input (see
+            :mod:`mcpcore.definitions.checks`), or of a type that cannot be an input.
+    """
     sig = inspect.signature(fn)
     hints = type_hints(fn, localns)
+    raise_first(owner, signature_mistakes(fn, hints, kind=kind))
     ctx_param: str | None = None
     params: list[inspect.Parameter] = []
     deps: list[tuple[str, Dependency]] = []
@@ -124,10 +143,11 @@ def args_plan(fn: Callable[..., Any], owner: str, *, model_name: str, allow_mode
             ann = Any
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[p.name] = (ann, default)
+    config = ConfigDict(extra="forbid")
     try:
-        model = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+        model = create_model(model_name, __config__=config, **fields)
     except Exception as exc:
-        raise ConfigurationError(f"{owner}: cannot build an input schema from its parameters: {exc}") from exc
+        raise input_type_error(owner, fields, config, exc) from exc
     fv = _fields_validator(model)
     return ArgsPlan(model, None, tuple(fields), ctx_param, frozenset(_field_keys(model)),
                     fv if fv is not None else model.__pydantic_validator__, fv is not None, **extra)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -10,10 +11,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from pydantic import BaseModel
 
 from ..content import CONTENT_TYPES, ToolResult
-from ..errors import ConfigurationError, ErrorContract, validate_contracts
+from ..errors import ERROR_CONTRACT_META, ConfigurationError, ErrorContract, validate_contracts
+from .checks import check_options
 from .common import (
     Visibility,
     VisibilityRule,
+    attach,
     caller_locals,
     check_name,
     description_of,
@@ -22,7 +25,7 @@ from .common import (
     type_hints,
     visibility_rule,
 )
-from .schema import ArgsPlan, OutputPlan, args_plan, json_schema, object_schema, output_plan
+from .schema import ArgsPlan, OutputPlan, args_plan, json_schema, output_plan, plan_input_schema
 from .tasks import TaskSupport, task_support
 
 if TYPE_CHECKING:
@@ -206,7 +209,7 @@ def build_tool(
             raise ConfigurationError(f"{owner}: input_schema must be a JSON Schema object with type 'object'")
         advertised = dict(input_schema)
     else:
-        advertised = object_schema(plan.model, strict=True)
+        advertised = plan_input_schema(plan, owner)
     hparams = _header_params(owner, advertised, header_params)
     ret = type_hints(fn, localns).get("return", None)
     output: OutputPlan | None = None
@@ -226,6 +229,12 @@ def build_tool(
         if not isinstance(scope, str) or not scope or any(c.isspace() for c in scope):
             raise ConfigurationError(f"{owner}: auth scope {scope!r} must be a non-empty string without spaces")
     tool_meta = dict(meta) if meta else None
+    contracts = validate_contracts(owner, errors)
+    if contracts:  # advertised where no client reads it as anything else (docs/errors.md)
+        if tool_meta and ERROR_CONTRACT_META in tool_meta:
+            raise ConfigurationError(f"{owner}: meta key {ERROR_CONTRACT_META!r} is mcpcore's: it advertises the "
+                                     "errors= contract; remove it from meta=")
+        tool_meta = {**(tool_meta or {}), ERROR_CONTRACT_META: [c.to_json() for c in contracts]}
     if app is not None:
         from ..extensions.apps import App as _App
 
@@ -245,7 +254,7 @@ def build_tool(
         returns_content=returns_content,
         format=format,
         annotations=_annotations(owner, annotations),
-        errors=validate_contracts(owner, errors),
+        errors=contracts,
         enrichment=enrichment,
         enrichment_trailer=dict(enrichment_trailer or {}),
         auth=tuple(auth),
@@ -288,7 +297,8 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     """Declare a tool. Works bare (``@tool``) or with options (``@tool(name=..., ...)``).
 
     The function is returned unchanged (still directly callable in tests); its definition is
-    attached and collected by :meth:`McpApp.include` or ``McpApp(tools=[...])``.
+    attached and collected by :meth:`McpApp.include` or ``McpApp(tools=[...])``. A bound method
+    (``tool(obj.method)``) comes back as a callable carrying the definition.
 
     Args:
         name: wire name (default: the function name).
@@ -317,11 +327,20 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     def decorate(f: Any, localns: dict[str, Any] | None = None) -> Any:
         if not callable(f):
             raise TypeError("@tool decorates a function")
-        setattr(f, TOOL_ATTR, build_tool(f, localns=localns or caller_locals(), **options))
-        return f
+        check_options("tool", options.get("name") or getattr(f, "__name__", "?"), options, TOOL_OPTIONS,
+                      ANNOTATION_OPTIONS)
+        return attach(f, TOOL_ATTR, build_tool(f, localns=localns or caller_locals(), **options))
 
     if fn is not None:
         if options:
             raise TypeError("use @tool or @tool(...)")
+        if isinstance(fn, str):
+            raise TypeError(f"@tool takes options by keyword: @tool(name={fn!r})")
         return decorate(fn, caller_locals())
     return decorate
+
+
+TOOL_OPTIONS = frozenset(inspect.signature(build_tool).parameters) - {"fn", "localns"}
+"""The options ``@tool(...)`` takes."""
+ANNOTATION_OPTIONS = frozenset(_ANNOTATION_KEYS) - {"title"}
+"""Behaviour hints, which ``@tool`` takes in ``annotations=``, not as options."""

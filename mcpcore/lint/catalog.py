@@ -95,6 +95,10 @@ _CATALOG: tuple[Rule, ...] = (
     Rule("error-code-reserved", "error",
          "Error codes are JsonRpcErrorCode values or outside the reserved range -32768..-32000.",
          "use a JsonRpcErrorCode member or an application code outside -32768..-32000"),
+    Rule("fail-without-contract", "error",
+         "A handler that calls ctx.fail declares the failures it raises (errors=[...]); without a contract "
+         "ctx.fail is absent.",
+         "declare errors=[ErrorContract(...)] with the reasons it fails with, or raise McpError directly"),
     # enrichment
     Rule("enrichment-field-description", "warning",
          "Every field of the enrichment model has a description.",
@@ -102,6 +106,10 @@ _CATALOG: tuple[Rule, ...] = (
     Rule("enrichment-trailer-unknown-field", "warning",
          "enrichment_trailer only names fields of the enrichment model.",
          "fix the field name or add the field to the enrichment model"),
+    Rule("enrichment-trailer-render", "error",
+         "A structured enrichment field (an object or a list) has a render function in enrichment_trailer, so the "
+         "content[] trailer reads as markdown rather than raw JSON.",
+         "add enrichment_trailer={field: {'render': fn}} returning markdown"),
     Rule("capped-list-no-truncation", "warning",
          "A tool with a cap-like input (limit, per_page, page_size, max_results, ...) that returns a list "
          "discloses truncation ('truncated' or 'totalCount' in its output or enrichment).",
@@ -121,6 +129,14 @@ _CATALOG: tuple[Rule, ...] = (
     Rule("annotation-coherence", "warning",
          "Annotations do not contradict each other (readOnlyHint with destructiveHint true).",
          "drop destructiveHint from read-only tools, or drop readOnlyHint"),
+    # signatures
+    Rule("signature-mistake", "error",
+         "Every parameter is a typed input, the Context or a dependency: not a method's self/cls, another "
+         "framework's marker (fastapi.Depends, Query), an unannotated parameter or ctx, or an HTTP request object.",
+         "fix the parameter as the finding says (the decorators refuse the same mistakes)"),
+    Rule("prompt-argument-type", "error",
+         "Prompt arguments are what a string can carry (text, numbers, booleans, enums): clients send strings.",
+         "take a str, e.g. JSON text the prompt parses, or one string argument per field"),
     # dependencies and visibility
     Rule("dependency-in-schema", "error",
          "A hand-written input_schema does not list a parameter a dependency or the Context fills.",

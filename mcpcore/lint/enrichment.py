@@ -42,16 +42,43 @@ def _types(node: Any) -> set[str]:
     return out
 
 
+def _structured(node: Any, defs: dict[str, Any]) -> bool:
+    """Whether a field's schema is an object or a list (``null`` aside), other than the
+    ``{before, after}`` pair ``ctx.enrich.delta`` writes and renders itself."""
+    if not isinstance(node, dict):
+        return False
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        return _structured(defs.get(ref.rsplit("/", 1)[-1]), defs)
+    branches = node.get("anyOf") or node.get("oneOf")
+    if branches:
+        return any(_structured(b, defs) for b in branches)
+    if set(node.get("properties") or ()) == {"before", "after"}:
+        return False
+    return bool(_types(node) & {"object", "array"})
+
+
 def check_enrichment(subject: Subject, tool: ToolDefinition, sink: Sink) -> None:
-    """``enrichment-field-description`` and ``enrichment-trailer-unknown-field``."""
+    """``enrichment-field-description``, ``enrichment-trailer-unknown-field`` and
+    ``enrichment-trailer-render``."""
     fields: set[str] = set()
     if tool.enrichment is not None:
         schema = json_schema(tool.enrichment)
-        fields = set((schema.get("properties") or {}).keys())
+        props = schema.get("properties") or {}
+        fields = set(props.keys())
         for path in undescribed_fields(schema):
             sink.add("enrichment-field-description", subject,
                      f"enrichment field {path!r} has no description; it is advertised in outputSchema",
                      f"describe {path!r} with Field(description='...') in {tool.enrichment.__name__}")
+        for key, prop in props.items():
+            spec = tool.enrichment_trailer.get(key)
+            if _structured(prop, schema.get("$defs") or {}) and not (isinstance(spec, dict)
+                                                                        and callable(spec.get("render"))):
+                sink.add("enrichment-trailer-render", subject,
+                         f"enrichment field {key!r} is structured (an object or a list) and has no render, so the "
+                         "content[] trailer shows it as raw JSON to clients that read only text",
+                         f"add enrichment_trailer={{{key!r}: {{'render': fn}}}} returning a markdown line (a field "
+                         "only ctx.enrich.delta writes renders itself: type it as a model of before/after)")
     for key in tool.enrichment_trailer:
         if key not in fields:
             known = ", ".join(sorted(fields)) or "none: the tool declares no enrichment model"

@@ -19,6 +19,7 @@ from .enrichment import check_capped_list, check_enrichment
 from .findings import Finding, LintReport
 from .parity import check_format_parity
 from .schemas import check_portability, check_serializable
+from .signatures import check_fail_contract, check_signature
 from .text import check_description, check_name, check_names_across
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ def _check_one(subject: Subject, sink: Sink) -> None:
     d = subject.definition
     check_name(subject, sink)
     check_description(subject, sink)
+    check_signature(subject, sink)
+    check_fail_contract(subject, sink)
     if isinstance(d, ToolDefinition):
         check_serializable(subject, d.to_wire(), "tools/list", sink)
         check_portability(subject, d.input_schema, "input schema", sink)

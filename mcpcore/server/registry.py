@@ -8,10 +8,11 @@ import types
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..definitions.common import SeenWithAny, VisibilityRule
-from ..definitions.prompts import PROMPT_ATTR, PromptDefinition, build_prompt
+from ..definitions.checks import check_options
+from ..definitions.common import SeenWithAny, VisibilityRule, attach
+from ..definitions.prompts import PROMPT_ATTR, PROMPT_OPTIONS, PromptDefinition, build_prompt
 from ..definitions.resources import RESOURCE_ATTR, ResourceDefinition
-from ..definitions.tools import TOOL_ATTR, ToolDefinition, build_tool
+from ..definitions.tools import ANNOTATION_OPTIONS, TOOL_ATTR, TOOL_OPTIONS, ToolDefinition, build_tool
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -183,8 +184,9 @@ def decorate_inline(fn: Callable[..., Any], kind: str, **options: Any) -> Any:
     """Build a definition for ``@app.tool``/``@app.prompt`` style registration."""
     if not (inspect.isfunction(fn) or inspect.ismethod(fn) or callable(fn)):
         raise TypeError(f"@app.{kind} decorates a function")
+    name = options.get("name") or getattr(fn, "__name__", "?")
     if kind == "tool":
-        setattr(fn, TOOL_ATTR, build_tool(fn, **options))
-    else:
-        setattr(fn, PROMPT_ATTR, build_prompt(fn, **options))
-    return fn
+        check_options("tool", name, options, TOOL_OPTIONS, ANNOTATION_OPTIONS)
+        return attach(fn, TOOL_ATTR, build_tool(fn, **options))
+    check_options("prompt", name, options, PROMPT_OPTIONS)
+    return attach(fn, PROMPT_ATTR, build_prompt(fn, **options))

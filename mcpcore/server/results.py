@@ -175,13 +175,30 @@ def tool_success_result(tool: ToolDefinition, value: Any, ctx: Context | None, m
 
 
 def classify_and_log(exc: BaseException, where: str, request_id: str) -> McpError:
-    """Classify an exception for the wire and log it once, at a level that matches its cause."""
+    """Classify an exception for the wire and log it once, at a level that matches its cause.
+
+    An error caused by a pydantic ``ValidationError`` (output that breaks the declared return
+    type, say) logs the field path of each issue, which the client is not sent."""
     err = classify(exc)
     if err is exc:
         level = NOTICE if err.code in _CALLER_CODES else logging.ERROR
-        log.log(level, "Error in %s", where, extra={"fields": {"requestId": request_id, "code": err.code,
-                                                                "error": err.message}})
+        fields: dict[str, Any] = {"requestId": request_id, "code": err.code, "error": err.message}
+        issues = _issues(err.__cause__)
+        if issues:
+            fields["issues"] = issues
+            shown = "; ".join(f"{i['path']}: {i['message']}" for i in issues[:3])
+            log.log(level, "Error in %s (%s)", where, shown, extra={"fields": fields})
+        else:
+            log.log(level, "Error in %s", where, extra={"fields": fields})
     else:
         log.error("Error in %s", where, exc_info=exc, extra={"fields": {"requestId": request_id,
                                                                          "code": err.code}})
     return err
+
+
+def _issues(cause: BaseException | None) -> list[dict[str, str]] | None:
+    """``[{"path", "message"}]`` of a validation error: where, never the offending value."""
+    if not isinstance(cause, ValidationError):
+        return None
+    return [{"path": ".".join(str(p) for p in e["loc"]) or "(the value itself)", "message": e["msg"]}
+            for e in cause.errors(include_url=False, include_input=False)[:20]]

@@ -30,6 +30,7 @@ out.era = client.getProtocolEra?.();
 out.version = client.getNegotiatedProtocolVersion?.();
 const tools = await client.listTools();
 out.tools = tools.tools.length;
+out.fetchErrors = tools.tools.find((t) => t.name === 'fetch_items')?._meta?.['dev.mcpcore/errors'];
 const search = await client.callTool({ name: 'search', arguments: { query: 'red' } });
 out.search = search.structuredContent;
 const res = await client.readResource({ uri: 'test://template/5/data' });

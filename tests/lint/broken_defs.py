@@ -18,7 +18,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, HttpUrl
 
-from mcpcore import Depends, ErrorContract, JsonRpcErrorCode, McpApp, Settings, TextContent, prompt, resource, tool
+from mcpcore import (
+    Context,
+    Depends,
+    ErrorContract,
+    JsonRpcErrorCode,
+    McpApp,
+    Settings,
+    TextContent,
+    prompt,
+    resource,
+    tool,
+)
+from mcpcore.definitions.prompts import build_prompt
+from mcpcore.definitions.schema import args_plan
 from mcpcore.definitions.tools import ToolDefinition, build_tool
 from mcpcore.extensions import App
 from mcpcore.lint import lint_ignore
@@ -177,6 +190,14 @@ def spend_quota() -> str:  # error-code-reserved
     return "spent"
 
 
+@tool
+def cancel_order(order_id: Annotated[str, Field(description="Order id")], ctx: Context) -> str:  # fail-without-contract
+    """Cancel an order that has not shipped yet."""
+    if order_id == "shipped":
+        raise ctx.fail("already_shipped")
+    return order_id
+
+
 # -- enrichment -------------------------------------------------------------------------------------
 
 class Names(BaseModel):
@@ -200,6 +221,16 @@ class Totals(BaseModel):
 @tool(enrichment=Totals, enrichment_trailer={"totl": {"label": "Total"}})
 def count_names(query: Annotated[str, Field(description="Name prefix")]) -> Names:  # enrichment-trailer-unknown-field
     """Count names starting with a prefix."""
+    return Names(names=[query])
+
+
+class Facets(BaseModel):
+    facets: dict[str, int] | None = Field(default=None, description="Matches per category")
+
+
+@tool(enrichment=Facets)
+def facet_names(query: Annotated[str, Field(description="Name prefix")]) -> Names:  # enrichment-trailer-render
+    """Find names by prefix, with the matches per category."""
     return Names(names=[query])
 
 
@@ -242,6 +273,31 @@ def deep_tree() -> Tree:  # format-parity-depth-limit
     """Return a very deeply nested mapping."""
     return Tree(tree={})
 
+
+# -- signatures (what the decorators refuse, in definitions built around them) ------------------------
+
+class Weather:
+    def forecast(self, city: Annotated[str, Field(description="City name")]) -> str:
+        """Forecast tomorrow's weather in a city."""
+        return city
+
+
+# signature-mistake: the method's `self`
+UNBOUND_METHOD = dataclasses.replace(build_tool(_greeting), name="weather_forecast", fn=Weather.forecast)
+
+
+def _brief(topic: Annotated[str, Field(description="What the brief is about")]) -> str:
+    """Write a one-page brief on a topic."""
+    return topic
+
+
+def _filtered(filters: Annotated[dict[str, str], Field(description="Fields to match")]) -> str:
+    return str(filters)
+
+
+MAP_ARGUMENT = dataclasses.replace(  # prompt-argument-type
+    build_prompt(_brief, name="brief_filtered"),
+    args=args_plan(_filtered, "prompt 'brief_filtered'", model_name="filtered", kind="prompt"))
 
 # -- dependencies and visibility -------------------------------------------------------------------
 
@@ -326,4 +382,4 @@ def stale_suppression() -> str:  # lint-ignore-stale
 
 
 app = McpApp("broken", "0.0.1", settings=Settings.from_env({}))
-app.include(sys.modules[__name__], BAD_NAME, HANDMADE_CONTRACTS)
+app.include(sys.modules[__name__], BAD_NAME, HANDMADE_CONTRACTS, UNBOUND_METHOD, MAP_ARGUMENT)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field
 
-from mcpcore import ErrorContract, JsonRpcErrorCode, McpApp, Resource, Settings, prompt, resource, tool
+from mcpcore import Context, ErrorContract, JsonRpcErrorCode, McpApp, Resource, Settings, prompt, resource, tool
 from mcpcore.definitions.tools import TOOL_ATTR, ToolDefinition
 from mcpcore.lint import RULES, Finding, LintReport, lint_app, lint_definitions
 from mcpcore.lint.enrichment import is_cap_name
@@ -40,13 +40,17 @@ EXPECTED = {
     "error-when-required": "tool:greet_with_contracts",
     "error-recovery-min-words": "tool:edit_record",
     "error-code-reserved": "tool:spend_quota",
+    "fail-without-contract": "tool:cancel_order",
     "enrichment-field-description": "tool:find_names",
     "enrichment-trailer-unknown-field": "tool:count_names",
+    "enrichment-trailer-render": "tool:facet_names",
     "capped-list-no-truncation": "tool:list_names",
     "format-parity": "tool:show_person",
     "format-parity-threw": "tool:first_two_names",
     "format-parity-depth-limit": "tool:deep_tree",
     "annotation-coherence": "tool:purge_cache",
+    "signature-mistake": "tool:weather_forecast",
+    "prompt-argument-type": "prompt:brief_filtered",
     "dependency-in-schema": "tool:sum_account",
     "visibility-covers-auth": "tool:rebuild_reports",
     "resource-name-not-uri": "resource:status.example.com",
@@ -133,7 +137,7 @@ def test_report_shapes() -> None:
     assert data["counts"] == {"error": len(report.errors), "warning": len(report.warnings), "suppressed": 0}
     assert data["findings"][0].keys() == {"rule", "severity", "kind", "name", "message", "fix"}
     assert report.text().count("\n") == len(report.findings) - 1
-    assert "11 error(s), 24 warning(s) in 37 definition(s)" in report.summary()
+    assert "15 error(s), 24 warning(s) in 41 definition(s)" in report.summary()
 
 
 def test_lint_app_accepts_a_registry_and_refuses_other_things() -> None:
@@ -395,3 +399,64 @@ def test_hand_built_definitions_without_a_description_are_errors() -> None:
 
     report = lint_definitions(tools=[dataclasses.replace(one(plain), description="  ")])
     assert [(f.rule, f.severity) for f in report.findings] == [("description-required", "error")]
+
+
+def test_structured_enrichment_fields_need_a_render_unless_delta_shaped() -> None:
+    class Change(BaseModel):
+        before: int = Field(description="Before")
+        after: int = Field(description="After")
+
+    class Extra(BaseModel):
+        tags: list[str] | None = Field(default=None, description="Tags")
+        facets: dict[str, int] | None = Field(default=None, description="Facets")
+        stock: Change | None = Field(default=None, description="Stock change")
+        note: str | None = Field(default=None, description="A note")
+
+    @tool(enrichment=Extra, enrichment_trailer={"tags": {"render": lambda v: ", ".join(v)}})
+    def lookup() -> str:
+        """Look up an item and its tags."""
+        return "x"
+
+    report = lint_definitions(tools=[lookup])
+    assert [(f.rule, f.message.split("'")[1]) for f in report.findings] == [("enrichment-trailer-render", "facets")]
+    assert report.findings[0].severity == "error"
+    assert "enrichment_trailer={'facets': {'render': fn}}" in report.findings[0].fix
+
+
+def test_fail_without_contract_reads_the_handlers_own_calls() -> None:
+    contract = [ErrorContract("gone", JsonRpcErrorCode.NotFound, "It is gone", "List the items and pick another.")]
+
+    @tool(errors=contract)
+    def declared(item: Annotated[str, Field(description="Item")], ctx: Context) -> str:
+        """Fetch one item by id."""
+        raise ctx.fail("gone")
+
+    @tool
+    def other_name(item: Annotated[str, Field(description="Item")], c: Context) -> str:
+        """Fetch one item by id."""
+        raise c.fail("gone")
+
+    @tool
+    def mentions_only(item: Annotated[str, Field(description="Item")], ctx: Context) -> str:
+        """Fetch one item by id."""
+        return "ctx.fail is documented" + item
+
+    @prompt
+    def ask(ctx: Context) -> str:
+        """Ask for a summary of today."""
+        raise ctx.fail("nope")
+
+    assert rules_of(declared, mentions_only) == []
+    report = lint_definitions(tools=[other_name], prompts=[ask])
+    assert [(f.rule, f.name) for f in report.findings] == [("fail-without-contract", "other_name"),
+                                                           ("fail-without-contract", "ask")]
+    assert "c.fail()" in report.findings[0].message
+
+
+def test_signature_rules_pass_decorated_and_bound_definitions() -> None:
+    class Shop:
+        def price(self, sku: Annotated[str, Field(description="Stock keeping unit")]) -> str:
+            """Price of one item in the shop."""
+            return sku
+
+    assert rules_of(tool(Shop().price), clean_defs.show_board) == []
