@@ -41,6 +41,7 @@ class Subscription:
         self._route: Any = None
         self._listen_id: Any = None
         self._closed = False
+        self._done: asyncio.Future[dict[str, Any]] | None = None
 
     async def __aenter__(self) -> Subscription:
         await self.open()
@@ -77,8 +78,8 @@ class Subscription:
                 rid = self._listen_id = next(s._ids)
                 self._route = rid
                 s._routes[rid] = self._queue
-                done = channel.watch(rid)
-                done.add_done_callback(lambda _f: self._queue.put_nowait(None))
+                self._done = done = channel.watch(rid)
+                done.add_done_callback(self._ended)
                 await channel.send({"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": params})
             else:
                 rid = self._listen_id = next(s._ids)
@@ -103,15 +104,23 @@ class Subscription:
             self.honored["resourceSubscriptions"] = uris
         if self.wanted.get("taskIds"):
             self.honored["taskIds"] = list(self.wanted["taskIds"])
+        # The server's own notifications reach the session on whichever stream is open (the
+        # stdio pipe, or the response stream of this session's request); others, over HTTP, on
+        # the GET stream.
+        self._route = None
+        s._routes[None] = self._queue
         if isinstance(channel, StdioChannel):
-            self._route = None
-            s._routes[None] = self._queue
             return
         h = s.headers()
         h["accept"] = "text/event-stream"
         h.pop("content-type", None)
         self._resp, messages = await channel.events("GET", s.url, None, h)
         self._reader = asyncio.get_running_loop().create_task(self._pump(messages))
+
+    def _ended(self, done: asyncio.Future[dict[str, Any]]) -> None:
+        if not done.cancelled():
+            done.exception()  # retrieved: a server that exits ends the iteration, nothing more
+        self._queue.put_nowait(None)
 
     async def _pump(self, messages: AsyncIterator[dict[str, Any]]) -> None:
         try:
@@ -155,6 +164,8 @@ class Subscription:
             with contextlib.suppress(BaseException):
                 await self._reader
         channel = s._channel
+        if self._done is not None:
+            self._done.cancel()
         if s.modern and isinstance(channel, StdioChannel):
             with contextlib.suppress(McpError):
                 await channel.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
