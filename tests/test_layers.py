@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"runtime", "transports"},
     {"landing", "side_routes", "serving", "http_limits", "wiring", "state_layer", "stack", "observability"},
     {"app"},
-    {"cli", "testing", "__main__", ""},
+    {"cli", "commands", "testing", "__main__", ""},
 ]
 
 
