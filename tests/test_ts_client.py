@@ -51,8 +51,12 @@ def test_typescript_client(server_url: str, era: str) -> None:
         assert out["version"] == "2025-11-25"
 
 
-def test_typescript_sdk1_client_answers_awaited_asks_on_a_2025_session(server_url: str) -> None:
+def test_typescript_sdk1_client_answers_awaited_asks_on_a_2025_session_and_in_a_task(server_url: str) -> None:
     out = _drive(server_url, "legacy", "sdk1")
     assert out["version"] == "2025-11-25"
     assert out["multi"] == "Paris Ada (1 roots)" and out["rounds"] == "Ada likes Ada"
     assert out["awaited"] == "Paris Ada (1 roots)"
+    # Inside a task: the SDK's experimental task stream; each await is a round of the task.
+    task = out["task"]
+    assert isinstance(task, list) and task[0] == "taskCreated:working" and task[-1] == "Booked for Ada"
+    assert "taskStatus:input_required" in task

@@ -62,6 +62,15 @@ const rounds = await client.callTool({ name: 'test_input_required_result_multi_r
 out.rounds = rounds.content[0].text;
 const awaited = await client.callTool({ name: 'test_awaited_questions', arguments: {} });
 out.awaited = awaited.content[0].text;
+if (sdk === 'sdk1') {  // a 2025-11-25 task whose handler awaits two forms: answered through tasks/result
+  out.task = [];
+  const stream = client.experimental.tasks.callToolStream({ name: 'awaited_booking', arguments: {} }, undefined,
+    { task: { ttl: 60000 } });
+  for await (const m of stream) {
+    out.task.push(m.type === 'result' ? m.result.content[0].text
+      : m.type === 'error' ? `error: ${m.error?.message}` : `${m.type}:${m.task?.status}`);
+  }
+}
 if (era === 'modern') {
   const changed = new Promise((resolve) => client.setNotificationHandler('notifications/tools/list_changed',
     () => resolve(true)));
