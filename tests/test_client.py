@@ -49,6 +49,11 @@ async def test_auto_finds_2026_07_28_and_legacy_can_be_forced(server_url: str, k
         assert client.init_result is not None and client.init_result["protocolVersion"] == "2025-11-25"
         assert (client.session_id is not None) is (kind == "http")
         await client.ping()
+        session = client.session_id
+    if kind == "http":  # the 2025 session is deleted when the client closes
+        gone = httpx.post(server_url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                          headers={"mcp-session-id": str(session), "accept": "application/json, text/event-stream"})
+        assert gone.status_code == 404
 
 
 async def test_a_2025_only_server_is_reached_through_the_fallback() -> None:

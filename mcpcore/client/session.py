@@ -5,6 +5,7 @@ and how the server's questions are answered."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -109,6 +110,7 @@ class Session:
         self.server_info: dict[str, Any] | None = None
         self.init_result: dict[str, Any] | None = None
         self.answers_input_required = True
+        self.end_session = True
         self._ids = itertools.count(1)
         self._owns_app = False
         self._channel: HttpChannel | StdioChannel | None = None
@@ -136,9 +138,14 @@ class Session:
         self._channel = HttpChannel(http, self._on_message)
 
     async def close(self) -> None:
-        """End the connection (a 2025 HTTP session is left to expire), stop what was started."""
+        """End the connection (a 2025 HTTP session is deleted when ``end_session`` is set), stop
+        what was started."""
         for task in list(self._background):
             task.cancel()
+        if self.end_session and self.session_id and isinstance(self._channel, HttpChannel):
+            with contextlib.suppress(httpx.HTTPError):
+                await self._channel.http.delete(self.url, headers=self.headers())
+            self.session_id = None
         if self._channel is not None:
             await self._channel.close()
         if self._owns_app and self.app is not None:

@@ -65,6 +65,7 @@ class McpTestClient(Client):
                          handlers=handlers, headers=headers, log_level=log_level, timeout=timeout, path=path,
                          on_notification=self.messages.append)
         self.answers_input_required = False
+        self.end_session = False  # a test may look at the session after the client is gone
         self._initialize = initialize
 
     async def __aenter__(self) -> McpTestClient:
