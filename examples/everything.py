@@ -435,6 +435,18 @@ def test_input_required_result_prompt(ctx: Context) -> str:
     return f"Use this context: {answer.context}"
 
 
+# -- asking with await: one handler for both eras (docs/asking-the-caller.md) -------------------
+
+@tool
+async def test_awaited_questions(ctx: Context) -> str:
+    """Ask for a name, the model's greeting and the client's roots, one await after another."""
+    name = await ctx.elicit("What is your name?", Name)
+    greeting = await ctx.sample("Generate a greeting", max_tokens=50)
+    roots = await ctx.list_roots()
+    who = name.data.name if name.data is not None else "nobody"
+    return f"{greeting.text} {who} ({len(roots)} roots)"
+
+
 class Stats(BaseModel):
     items: int = Field(description="Number of catalog items")
     caller: str = Field(description="Client id of the caller, or 'anonymous' without auth")

@@ -84,6 +84,17 @@ async def multi_input(ctx: Context) -> str:
     return f"{name.name}: {'confirmed' if confirm.confirm else 'not confirmed'}"
 
 
+@tool(task="optional")
+async def awaited_booking(ctx: Context) -> str:
+    """Ask who the booking is for and whether to go ahead, each awaited (as a task when the client
+    takes tasks: the task waits in input_required for each answer)."""
+    name = await ctx.elicit("Who is the booking for?", NameAnswer)
+    if name.data is None:
+        return "No booking: no name given"
+    go = await ctx.elicit(f"Book a room for {name.data.name}?", Confirm)
+    return f"Booked for {name.data.name}" if go.data is not None and go.data.confirm else "Not booked"
+
+
 @tool(task=TaskSupport("required", start="handler"))
 async def test_tool_with_task(ctx: Context) -> str:
     """Ask for the user's name on the call itself, then go on as a task that greets them."""

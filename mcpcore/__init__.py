@@ -21,6 +21,7 @@ from .content import (
     ToolResult,
 )
 from .context import AuthInfo, Context, RequestContext, create_request_context, with_extra
+from .context.asks import Elicited, Sampled
 from .context.builders import input_required
 from .context.inputs import ElicitView, InputRequired, InputRequiredSpec, MissingView, RootsView, SamplingView
 from .context.values import Key
@@ -40,6 +41,7 @@ __all__ = [
     "Context",
     "Depends",
     "ElicitView",
+    "Elicited",
     "EmbeddedResource",
     "ErrorContract",
     "ImageContent",
@@ -56,6 +58,7 @@ __all__ = [
     "Resource",
     "ResourceLink",
     "RootsView",
+    "Sampled",
     "SamplingView",
     "SessionMode",
     "Settings",

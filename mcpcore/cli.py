@@ -1,4 +1,4 @@
-"""``mcpcore run module:app`` and friends."""
+"""``mcpcore run module:app`` and friends (the client verbs are in :mod:`mcpcore.commands`)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,9 @@ def lint_command(target: str, *, output_format: str = "text", portability: str =
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mcpcore", description="Run and check mcpcore servers.")
+    from .commands import VERBS, add_verbs, run_verb
+
+    parser = argparse.ArgumentParser(prog="mcpcore", description="Run, check, call and install MCP servers.")
     parser.add_argument("--version", action="version", version=f"mcpcore {__version__}")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="serve module:app over HTTP or stdio")
@@ -67,10 +69,13 @@ def main(argv: list[str] | None = None) -> int:
                       help="strict also flags $defs/$ref and $schema tags")
     lint.add_argument("--ignore", action="append", default=[], metavar="RULE",
                       help="silence a rule (id or pattern) everywhere; repeatable")
+    add_verbs(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command in VERBS:
+        return run_verb(args)
     if args.command == "lint":
         return lint_command(args.target, output_format=args.output_format, portability=args.portability,
                             ignore=args.ignore)

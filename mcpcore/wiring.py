@@ -235,12 +235,17 @@ def _code_names(code: types.CodeType) -> set[str]:
     return names
 
 
+_ASKING = frozenset({"request_input", "elicit", "sample", "list_roots"})
+
+
 def uses_request_input(registry: Registry) -> bool:
-    """Whether any definition's function refers to ``request_input`` (a cheap static check)."""
+    """Whether any definition's function asks the caller: refers to ``request_input`` or to an
+    awaited ask (``elicit``, ``sample``, ``list_roots``), whose answers travel in the request
+    state (a cheap static check)."""
     defs: list[Any] = [*registry.tools.values(), *registry.prompts.values(), *registry.resources.values(),
                        *registry.templates]
     for d in defs:
         code = getattr(d.fn, "__code__", None)
-        if code is not None and "request_input" in _code_names(code):
+        if code is not None and not _ASKING.isdisjoint(_code_names(code)):
             return True
     return False

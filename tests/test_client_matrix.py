@@ -33,9 +33,11 @@ SCRIPT = Path(__file__).parent / "js" / "matrix_client.mjs"
 STDIO_SERVER = [sys.executable, "-m", "mcpcore", "run", "examples.everything:app", "--transport", "stdio"]
 INVALID_ARGS_HINT = "Check the tool's inputSchema and call it again with corrected arguments."
 # What a client shows of the 2026-07-28 refusal, a JSON-RPC error: its message, which ends with the hint.
-MODERN_REFUSAL = ("This request needs the client capability sampling, which the request did not declare. "
-                  "Recovery: Declare `sampling` in the request's client capabilities, from a client that can answer, "
-                  "and call again.")
+MODERN_REFUSALS = {
+    name: (f"This request needs the client capability {cap}, which the request did not declare. "
+           f"Recovery: Declare `{cap}` in the request's client capabilities, from a client that can answer, "
+           "and call again.")
+    for name, cap in (("refused capability", "sampling"), ("awaited ask refused", "elicitation.form"))}
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,10 @@ CASES = [
          Failure(-32600, "client_capability_missing",
                  "The client did not declare the sampling capability this request needs.",
                  "Reconnect with a client that declares the `sampling` capability.")),
+    Case("awaited ask refused", {"op": "call", "name": "test_awaited_questions", "arguments": {}},
+         Failure(-32600, "client_capability_missing",
+                 "The client did not declare the elicitation.form capability this request needs.",
+                 "Reconnect with a client that declares the `elicitation.form` capability.")),
     Case("resource read", {"op": "read", "uri": "test://template/5/data"}, check={"text": '"id":"5"'}),
     Case("prompt get", {"op": "prompt", "name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": "b"}},
          check={"text": "Prompt with arguments: arg1='a', arg2='b'"}),
@@ -88,7 +94,8 @@ def expected(era: str) -> dict[str, str]:
     """The row every client must produce in ``era``."""
     row = {c.name: "tool error" if c.failure else "ok" for c in CASES}
     if era == "modern":  # -32021 is a JSON-RPC error on 2026-07-28 (HTTP 400, data.requiredCapabilities)
-        row["refused capability"] = "protocol error -32021"
+        for name in MODERN_REFUSALS:
+            row[name] = "protocol error -32021"
     return row
 
 
@@ -97,7 +104,7 @@ def outcome(case: Case, seen: dict[str, Any], *, exit_code: int | None = None) -
     <code>``, or a sentence saying what is wrong."""
     if "error" in seen:
         err = seen["error"]
-        if case.name == "refused capability" and MODERN_REFUSAL in str(err.get("message")):
+        if case.name in MODERN_REFUSALS and MODERN_REFUSALS[case.name] in str(err.get("message")):
             code = err.get("code")
             return "protocol error -32021" if code in (-32021, None) else f"protocol error {code}"
         return f"threw: {err.get('message')}"

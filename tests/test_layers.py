@@ -17,14 +17,14 @@ PACKAGE = ROOT / "mcpcore"
 # own __init__ is the public API, on top).
 LAYERS: list[set[str]] = [
     {"_json", "_version", "asgi_types", "errors", "logs", "config", "queues", "content", "jsonschema", "metrics"},
-    {"protocol", "security", "redis_client", "redis_sentinel", "redis_startup"},
+    {"protocol", "security", "redis_client", "redis_sentinel", "redis_startup", "client"},
     {"context", "storage", "bus", "sessions", "auth", "telemetry", "layer"},
     {"definitions", "extensions"},
     {"server", "lint", "middleware", "tasks"},
     {"runtime", "transports"},
     {"landing", "side_routes", "serving", "http_limits", "wiring", "state_layer", "stack", "observability"},
     {"app"},
-    {"cli", "targets", "testing", "__main__", ""},
+    {"cli", "targets", "commands", "testing", "__main__", ""},
 ]
 
 

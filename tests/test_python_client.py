@@ -113,6 +113,8 @@ async def _ask_everything(client: Client) -> None:
     assert r.content[0].text == "Paris Ada (1 roots)"  # type: ignore[union-attr]
     p = await client.get_prompt("test_input_required_result_prompt", {})
     assert p.messages[0].content.text == "Use this context: Ada"  # type: ignore[union-attr]
+    r = await client.call_tool("test_awaited_questions", {})  # await ctx.elicit / sample / list_roots
+    assert r.content[0].text == "Paris Ada (1 roots)"  # type: ignore[union-attr]
 
 
 async def test_http_multi_round_on_a_2025_session(server_url: str) -> None:

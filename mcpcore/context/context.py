@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ..errors import ErrorContract, Fail, contract_failure
 from ..protocol.extensions import client_extension, client_extensions
 from ..protocol.versions import Era
+from .asks import Asking, pack_state, unpack_state
 from .enrich import ContentCollect, Enrich
 from .inbound import AuthInfo, Inbound, new_request_token
 from .inputs import ContextInputs, InputRequest, InputRequired, InputRequiredSpec, check_capabilities
@@ -81,14 +82,15 @@ class RequestContext:
         return f"{type(self).__name__}(request_id={self.request_id!r}, tenant_id={self.tenant_id!r})"
 
 
-class Context(RequestContext):
+class Context(Asking, RequestContext):
     """Everything a handler gets: identity, ``log``, ``state``, ``signal``, ``enrich``,
-    ``content``, notifications, progress and the error contract.
+    ``content``, notifications, progress, the error contract, and asking the caller
+    (``await ctx.elicit(...)``, ``ctx.sample``, ``ctx.list_roots``; ``ctx.request_input``).
 
     Declare it as a parameter annotated ``Context`` (any name); it never appears in a schema.
     """
 
-    __slots__ = ("_content", "_enrich", "_errors", "_inputs", "_log", "_loop", "_req", "_state", "uri")
+    __slots__ = ("_asks", "_content", "_enrich", "_errors", "_inputs", "_log", "_loop", "_req", "_state", "uri")
 
     def __init__(
         self,
@@ -235,7 +237,9 @@ class Context(RequestContext):
         """The answers this round carries (only those the client's capabilities cover)."""
         if self._inputs is None:
             s = self._req
-            self._inputs = ContextInputs(s.input_responses, s.client_capabilities, s.request_state)
+            state = s.request_state
+            self._inputs = ContextInputs(s.input_responses, s.client_capabilities,
+                                         unpack_state(state)[1] if state is not None else None)
         return self._inputs
 
     def request_input(
@@ -268,6 +272,8 @@ class Context(RequestContext):
         elif request_state is not None:
             spec = InputRequiredSpec(spec.input_requests, request_state)
         s = self._req
+        if s.asked:  # the answers of awaited asks travel on with the handler's own state
+            spec = InputRequiredSpec(spec.input_requests, pack_state(s.asked, spec.request_state))
         check_capabilities(spec, s.client_capabilities, modern=s.era is Era.MODERN, fallback_hint=fallback_hint,
                            stateless_mode=s.services.session_mode == "stateless")
         raise InputRequired(spec, fallback_hint)

@@ -117,6 +117,7 @@ class Inbound:
     asgi_scope: Scope | None = None  # the HTTP request's ASGI scope (ctx.http)
     started: float = 0.0
     task: TaskHandle | None = None  # set for a call that runs as (or may start) a task
+    asked: dict[str, Any] | None = None  # answers to the handler's awaited asks (context/asks.py)
     _request_id: str | None = None
 
     def __init__(self, method: str = "", jsonrpc_id: str | int | None = None, era: Era = Era.LEGACY,

@@ -15,7 +15,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = ["mcpcore", "mcpcore.auth", "mcpcore.middleware", "mcpcore.storage", "mcpcore.extensions",
-          "mcpcore.testing", "mcpcore.telemetry", "mcpcore.metrics"]
+          "mcpcore.client", "mcpcore.testing", "mcpcore.telemetry", "mcpcore.metrics"]
 
 
 def mkdocs(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
