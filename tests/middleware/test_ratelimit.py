@@ -187,7 +187,10 @@ async def test_two_instances_hold_10_per_second_per_identity_under_200_per_secon
     assert busiest <= 10, f"{busiest} admitted calls within 0.9 s"
     span = admitted[-1] - admitted[0]
     assert 20 <= len(admitted) <= 10 * (span + 1) + 1, (len(admitted), span)
-    assert len(heavy_results) == 600 and len(refused) >= 500
+    # Every call is either admitted or refused; how many of the 600 are refused depends on how long
+    # the two servers take to serve them (on a loaded machine the calls reach the limiter over more
+    # seconds, each admitting 10): the bounds above hold that, whatever the span.
+    assert len(heavy_results) == 600 and len(refused) == 600 - len(admitted)
     assert all(not r.get("isError") for r in light_results) and len(light_results) == 12
 
 
