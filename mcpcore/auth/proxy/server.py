@@ -175,6 +175,7 @@ class OAuthProxy:
         """Answer one request to an endpoint of :attr:`paths`; ``scopes``: the app's declared scopes."""
         self.core.scopes = tuple(sorted(set(scopes)))
         method = scope["method"]
+        log.info("authorization server: %s %s", method, path)
         if path.startswith(WELL_KNOWN_AS) or path == "/oauth/jwks":
             if method not in ("GET", "HEAD"):
                 await send_json(send, 405, {"error": "invalid_request"}, [(b"allow", b"GET, HEAD")])
