@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-
 from typing import Any
 
 import anyio
@@ -141,7 +140,7 @@ def _ts_client(server: str, upstream: UpstreamProvider, sub: str, metadata_url: 
     upstream.set_user(sub, tid="initech")
     env = {**ensure_node.env(), "MCP_CLIENT_MODULES": str(ensure_node.ensure("client"))}
     script = Path(__file__).resolve().parents[1] / "js" / "oauth_client.mjs"
-    err = tempfile.TemporaryFile()
+    err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
     proc = subprocess.Popen([str(ensure_node.node_bin() / "node"), str(script), f"{server}/mcp", REDIRECT,
                              *([metadata_url] if metadata_url else [])], env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=err)
