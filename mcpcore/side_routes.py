@@ -54,7 +54,8 @@ class SideRoutes:
             if reason is not None:
                 await plain_json(send, 403, {"error": f"forbidden: {reason}"})
                 return
-            await self.proxy.serve(scope, receive, send, path, self._scopes())
+            info = self.app.server_info
+            await self.proxy.serve(scope, receive, send, path, self._scopes(), info.get("title") or info["name"])
             return
         if path not in self.routes(mounted=bool(root)):
             await plain_json(send, 404, {"error": "not found"})

@@ -133,3 +133,33 @@ def test_revocation_ends_the_grant(server: str, upstream: UpstreamProvider, brow
     assert r.json()["error"] == "invalid_grant"
     r = call_tool(server, tokens["access_token"], "provider_profile")
     assert r.json()["result"]["isError"] is True and "upstream_token_unavailable" in r.text
+
+
+def test_upstream_refusal_and_denied_consent_reach_the_client(server: str, upstream: UpstreamProvider,
+                                                              browser: Browser) -> None:
+    client_id = register(server, REDIRECT)["client_id"]
+    _, challenge = pkce()
+    upstream.set_user("oscar", refuse=True)
+    try:
+        page = browser.walk(authorize_url(server, client_id, REDIRECT, challenge))
+    finally:
+        upstream.set_user("oscar")
+    assert page.status == 403 and "The sign-in was refused" in page.page and "the user said no" in page.page
+    assert "Traceback" not in page.page and 'href="http://127.0.0.1:9/callback?error=access_denied' in page.page
+    page = browser.walk(authorize_url(server, client_id, REDIRECT, challenge))
+    denied = browser.decide(page.page, "deny")
+    assert denied.query["error"] == "access_denied" and denied.query["state"] == "client-state-1"
+
+
+def test_the_upstream_token_is_refreshed_when_it_expires(server: str, upstream: UpstreamProvider,
+                                                         browser: Browser) -> None:
+    upstream.set_access_ttl(5)  # under the 30 s margin: every use refreshes it
+    try:
+        _, tokens = sign_in(server, upstream, browser, sub="peggy")
+        before = upstream.stats()
+        for _ in range(2):
+            r = call_tool(server, tokens["access_token"], "provider_profile")
+            assert r.json()["result"]["structuredContent"] == {"status": 200, "sub": "peggy"}, r.text
+    finally:
+        upstream.set_access_ttl(3600)
+    assert upstream.stats()["refreshes"] == before["refreshes"] + 2

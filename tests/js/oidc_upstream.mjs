@@ -6,7 +6,7 @@
 //   - ID tokens carry sub, name and tid (scope `profile`); refresh tokens are always issued;
 //     the access token lifetime is ACCESS_TTL seconds (POST /test/ttl?s=N changes it).
 //   node oidc_upstream.mjs        (env: OIDC_MODULES, ACCESS_TTL)
-// Prints {"issuer": ...} once listening. GET /test/stats counts logins, token and userinfo calls.
+// Prints {"issuer": ...} once listening. GET /test/stats counts logins, refusals and refresh grants.
 import http from 'node:http';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -18,7 +18,7 @@ const jose = await import(pathToFileURL(path.join(root, 'jose/dist/webapi/index.
 const { privateKey } = await jose.generateKeyPair('RS256', { extractable: true });
 const signing = { ...(await jose.exportJWK(privateKey)), kid: 'upstream-1', alg: 'RS256', use: 'sig' };
 const user = { sub: 'alice', name: 'Alice Example', tid: 'acme', refuse: false };
-const stats = { logins: 0, refused: 0, ttl: Number(process.env.ACCESS_TTL || 3600) };
+const stats = { logins: 0, refused: 0, refreshes: 0, ttl: Number(process.env.ACCESS_TTL || 3600) };
 
 const server = http.createServer();
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -44,6 +44,9 @@ const provider = new Provider(issuer, {
   },
 });
 provider.proxy = false;
+provider.on('grant.success', (ctx) => {
+  if (ctx.oidc.params.grant_type === 'refresh_token') stats.refreshes += 1;
+});
 
 async function interaction(req, res) {
   const details = await provider.interactionDetails(req, res);

@@ -140,7 +140,7 @@ async def callback(core: ProxyCore, scope: Scope, send: Send, q: dict[str, str])
                         redirect_host=urlsplit(grant["redirect_uri"]).netloc or grant["redirect_uri"],
                         scopes=grant["scopes"], user=who.name or who.subject, server_name=core.server_name,
                         action=core.url("/oauth/consent"), pending=pending,
-                        csrf=core.keys.csrf(pending, txn["browser"]))
+                        csrf=core.keys.csrf(pending, txn["browser"]), vouched=client.kind == "configured")
     await send_page(send, 200, page)
 
 

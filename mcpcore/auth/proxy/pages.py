@@ -70,9 +70,10 @@ def _page(title: str, body: str, css_class: str = "") -> bytes:
 
 
 def consent_page(*, client_name: str, client_id: str, redirect_host: str, scopes: Sequence[str], user: str,
-                 server_name: str, action: str, pending: str, csrf: str) -> bytes:
+                 server_name: str, action: str, pending: str, csrf: str, vouched: bool = False) -> bytes:
     """The consent form: who asks, where it will send you back, what it may do; Allow or Deny
-    POSTs ``pending``, ``csrf`` and ``decision`` to ``action``."""
+    POSTs ``pending``, ``csrf`` and ``decision`` to ``action``. ``vouched``: the client was
+    configured by the operator (else its name is only what it says of itself)."""
     items = "".join(f"<li><code>{escape(s)}</code></li>" for s in scopes) or "<li>no particular permission</li>"
     same = client_name == client_id
     ident = "" if same else f'<p>Client ID: <span class="id">{escape(client_id)}</span></p>'
@@ -80,6 +81,8 @@ def consent_page(*, client_name: str, client_id: str, redirect_host: str, scopes
             f'<p class="who">Signed in as <strong>{escape(user)}</strong></p>'
             f"{ident}"
             f"<p>It will send you back to <strong>{escape(redirect_host)}</strong>.</p>"
+            + ("" if vouched else '<p class="who">The name is the application\'s own; trust it only if you '
+               "started this sign-in and know that address.</p>") +
             f"<p>It asks for:</p><ul>{items}</ul>"
             f'<form method="post" action="{escape(action)}">'
             f'<input type="hidden" name="pending" value="{escape(pending)}">'

@@ -55,7 +55,7 @@ class OAuthProxy:
         clients: pre-registered clients (``OAUTH_PROXY_CLIENTS``'s JSON, or a list of dicts).
         cimd_allow_private: the development allowance for client metadata URLs on private addresses.
         cimd_verify: TLS verification for client metadata fetches (a private CA in tests).
-        server_name: the name the consent page shows.
+        server_name: the name the consent page shows (default: the app's title or name).
 
     Raises:
         ConfigurationError: a missing or malformed setting, naming it.
@@ -66,7 +66,7 @@ class OAuthProxy:
     def __init__(self, *, public_url: str | None, signing_key: str | None, upstream: Upstream,
                  endpoint_path: str = "/mcp", resource: str | None = None,
                  clients: str | Sequence[Mapping[str, Any]] | None = None, cimd_allow_private: bool = False,
-                 cimd_verify: ssl.SSLContext | bool = True, server_name: str = "this server", access_ttl: int = 3600,
+                 cimd_verify: ssl.SSLContext | bool = True, server_name: str | None = None, access_ttl: int = 3600,
                  refresh_ttl: int = 2_592_000, consent_ttl: int = 2_592_000, registrations_per_minute: int = 10,
                  max_registrations: int = 10_000) -> None:
         if not public_url:
@@ -75,7 +75,7 @@ class OAuthProxy:
         issuer = check_url("MCP_PUBLIC_URL", public_url).rstrip("/")
         self.fetcher = SafeFetcher(allow_private=cimd_allow_private, verify=cimd_verify)
         self.core = ProxyCore(
-            issuer=issuer, resource=resource or issuer + "/" + endpoint_path.strip("/"), server_name=server_name,
+            issuer=issuer, resource=resource or issuer + "/" + endpoint_path.strip("/"), server_name=server_name or "",
             keys=ProxyKeys.from_setting(signing_key), store=MemoryProxyStore(), upstream=upstream,
             cimd=CimdResolver(self.fetcher), configured=parse_clients(clients), access_ttl=access_ttl,
             refresh_ttl=refresh_ttl, consent_ttl=consent_ttl, registrations_per_minute=registrations_per_minute,
@@ -171,8 +171,11 @@ class OAuthProxy:
             "authorization_response_iss_parameter_supported": True,
         }
 
-    async def serve(self, scope: Scope, receive: Receive, send: Send, path: str, scopes: Iterable[str] = ()) -> None:
-        """Answer one request to an endpoint of :attr:`paths`; ``scopes``: the app's declared scopes."""
+    async def serve(self, scope: Scope, receive: Receive, send: Send, path: str, scopes: Iterable[str] = (),
+                    server_name: str = "this server") -> None:
+        """Answer one request to an endpoint of :attr:`paths`; ``scopes``: the app's declared
+        scopes, ``server_name``: its name (when none was given here)."""
+        self.core.server_name = self.core.server_name or server_name
         self.core.scopes = tuple(sorted(set(scopes)))
         method = scope["method"]
         log.info("authorization server: %s %s", method, path)
