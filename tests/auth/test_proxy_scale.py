@@ -70,3 +70,15 @@ def test_each_step_on_another_instance(tmp_path: Path, upstream: UpstreamProvide
         assert served_by("GET /oauth/authorize") and served_by("GET /oauth/callback")
         assert served_by("GET /oauth/authorize") != served_by("GET /oauth/callback")
         assert served_by("POST /oauth/token") == {0, 1}
+        if topology == "standalone":  # every record the flow left has an expiry
+            import redis
+
+            r = redis.Redis.from_url(c.redis_url)
+            try:
+                keys = list(r.scan_iter("mcpcore:as:*"))
+                kinds = {k.decode().split(":")[2] for k in keys}
+                assert {"client", "refresh", "consent", "code"} <= kinds, kinds
+                assert "family" not in kinds, "the reused refresh token revoked its grant"
+                assert all(r.pttl(k) > 0 for k in keys)
+            finally:
+                r.close()
