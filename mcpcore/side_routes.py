@@ -128,7 +128,8 @@ def _proxy_of(authenticator: Any) -> Any:
     """The authorization server (``MCP_AUTH_MODE=proxy``) the app's authenticator is or wraps;
     found by its mode so an app without one never imports it."""
     for _ in range(4):
-        if authenticator is None or getattr(authenticator, "mode", None) == "proxy":
+        if authenticator is None or (getattr(authenticator, "mode", None) == "proxy"
+                                     and hasattr(authenticator, "serve")):
             return authenticator
         authenticator = getattr(authenticator, "tokens", None)
     return None

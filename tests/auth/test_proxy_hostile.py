@@ -314,3 +314,85 @@ def test_the_signing_key_is_required_and_long(upstream: UpstreamProvider) -> Non
             OAuthProxy.from_settings(Settings.from_env({**env, "MCP_AUTH_SIGNING_KEY": key}))
     with pytest.raises(ConfigurationError, match="MCP_PUBLIC_URL is required"):
         OAuthProxy.from_settings(Settings.from_env({**env, "MCP_PUBLIC_URL": ""}))
+
+
+async def test_dpop_bound_tokens_from_our_token_endpoint(upstream: UpstreamProvider) -> None:
+    from tests.auth.dpop_client import DPoPAuth, DPoPKey
+
+    async for rig in _rig(upstream, None, MCP_AUTH_DPOP="required"):
+        meta = (await rig.http.get("/.well-known/oauth-authorization-server")).json()
+        assert "ES256" in meta["dpop_signing_alg_values_supported"]
+        client_id = await rig.register()
+        verifier, challenge = pkce()
+        page, browser = await _consent_page(rig, upstream, client_id, challenge, sub="dpop-user")
+        browser.close()
+        action, fields = Browser.form(page.text)
+        r = await rig.http.post(urlsplit(action).path, data={**fields, "decision": "allow"})
+        code = parse_qs(urlsplit(r.headers["location"]).query)["code"][0]
+        key, other = DPoPKey(), DPoPKey()
+        token_url = f"{rig.base}/oauth/token"
+        r = await rig.http.post("/oauth/token", headers={"dpop": key.proof("POST", token_url)}, data={
+            "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "client_id": client_id,
+            "code_verifier": verifier})
+        assert r.status_code == 200, r.text
+        tokens = r.json()
+        assert tokens["token_type"] == "DPoP"
+        h = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+             "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "whoami"}
+        req = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}, "name": "whoami", "arguments": {}}}
+        r = await rig.http.post("/mcp", json=req, headers=h, auth=DPoPAuth(key, tokens["access_token"]))
+        assert r.status_code == 200 and r.json()["result"]["structuredContent"]["subject"] == "dpop-user", r.text
+        r = await rig.http.post("/mcp", json=req, headers=h, auth=DPoPAuth(other, tokens["access_token"]))
+        assert r.status_code == 401
+        r = await rig.http.post("/mcp", json=req, headers={**h, "authorization": f"Bearer {tokens['access_token']}"})
+        assert r.status_code == 401
+        refresh = {"grant_type": "refresh_token", "client_id": client_id, "refresh_token": tokens["refresh_token"]}
+        r = await rig.http.post("/oauth/token", data=refresh)
+        assert r.json()["error"] == "invalid_dpop_proof"
+        r = await rig.http.post("/oauth/token", data=refresh, headers={"dpop": other.proof("POST", token_url)})
+        assert r.json()["error"] in ("invalid_dpop_proof", "invalid_grant")
+
+
+async def test_a_metadata_document_client_with_private_key_jwt(cimd_rig: Rig, docs: DocServer,
+                                                               upstream: UpstreamProvider) -> None:
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    rig = cimd_rig
+    key = ec.generate_private_key(ec.SECP256R1())
+    public = {**jwt.algorithms.ECAlgorithm.to_jwk(key.public_key(), as_dict=True), "kid": "k1", "alg": "ES256"}
+    client_id = docs.json("/signed.json", {"client_id": f"{docs.base}/signed.json", "client_name": "Desk",
+                                           "redirect_uris": [REDIRECT],
+                                           "token_endpoint_auth_method": "private_key_jwt",
+                                           "jwks": {"keys": [public]}})
+    verifier, challenge = pkce()
+    page, browser = await _consent_page(rig, upstream, client_id, challenge, sub="signed-user")
+    browser.close()
+    action, fields = Browser.form(page.text)
+    r = await rig.http.post(urlsplit(action).path, data={**fields, "decision": "allow"})
+    code = parse_qs(urlsplit(r.headers["location"]).query)["code"][0]
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "client_id": client_id,
+            "code_verifier": verifier}
+
+    def assertion(signer: Any = key, **claims: Any) -> str:
+        now = int(time.time())
+        body = {"iss": client_id, "sub": client_id, "aud": f"{rig.base}/oauth/token", "iat": now, "exp": now + 60,
+                "jti": f"jti-{time.monotonic_ns()}", **claims}
+        return jwt.encode(body, signer, algorithm="ES256", headers={"kid": "k1"})
+
+    kind = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+    r = await rig.http.post("/oauth/token", data=form)
+    assert r.status_code == 401 and r.json()["error"] == "invalid_client"
+    for bad in (assertion(ec.generate_private_key(ec.SECP256R1())), assertion(aud="https://elsewhere.example/token"),
+                assertion(sub="someone-else")):
+        r = await rig.http.post("/oauth/token", data={**form, "client_assertion_type": kind, "client_assertion": bad})
+        assert r.status_code == 401 and r.json()["error"] == "invalid_client", r.text
+    good = assertion()
+    r = await rig.http.post("/oauth/token", data={**form, "client_assertion_type": kind, "client_assertion": good})
+    assert r.status_code == 200, r.text
+    r = await rig.http.post("/oauth/token", data={"grant_type": "refresh_token", "client_id": client_id,
+                                                  "refresh_token": r.json()["refresh_token"],
+                                                  "client_assertion_type": kind, "client_assertion": good})
+    assert r.status_code == 401 and "already used" in r.json()["error_description"]

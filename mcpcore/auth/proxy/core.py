@@ -101,10 +101,13 @@ class ProxyCore:
                                   "exp": now + self.access_ttl, "jti": new_id(), "fam": family}
         if grant.get("tid"):
             claims["tid"] = grant["tid"]
+        if grant.get("jkt"):
+            claims["cnf"] = {"jkt": grant["jkt"]}
         refresh = new_id()
         await self.store.put("refresh", digest(refresh), {"family": family, "client_id": grant["client_id"],
                                                           "scopes": list(scopes)}, self.refresh_ttl)
-        return {"access_token": self.keys.sign(claims), "token_type": "Bearer", "expires_in": self.access_ttl,
+        return {"access_token": self.keys.sign(claims), "token_type": "DPoP" if grant.get("jkt") else "Bearer",
+                "expires_in": self.access_ttl,
                 "refresh_token": refresh, "scope": " ".join(scopes)}
 
     async def revoke_family(self, family: str) -> None:

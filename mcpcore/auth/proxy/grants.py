@@ -6,6 +6,8 @@
   The client, the redirect URI and the PKCE S256 verifier must match what ``/authorize`` saw.
 - A refresh token is used once: each use rotates it; presenting a used one again is taken as
   theft and ends its whole family (every refresh token of that grant, and the upstream tokens).
+- A DPoP proof on the request (RFC 9449 §5) binds the grant to its key: the access tokens carry
+  ``cnf.jkt`` (``token_type`` ``DPoP``), and every refresh must prove the same key.
 - Client authentication follows the client's method: ``none`` (public clients, PKCE),
   ``client_secret_basic`` / ``client_secret_post`` (registered or configured with a secret),
   ``private_key_jwt`` (a CIMD client: an assertion signed by a key of its ``jwks_uri``/``jwks``,
@@ -134,15 +136,34 @@ async def _check_assertion(core: ProxyCore, client: Client, assertion: str) -> N
     raise OAuthFailure("invalid_client", "client_assertion did not verify", 401)
 
 
+async def _dpop_key(core: ProxyCore, scope: Scope) -> str | None:
+    """The thumbprint of the key the request's DPoP proof proves, or ``None`` without a proof."""
+    proofs = [v for k, v in scope["headers"] if k == b"dpop"]
+    if not proofs:
+        return None
+    from ..dpop import ProofChecker
+    from ..errors import AuthError
+
+    try:
+        checked = ProofChecker().check(proofs, "POST", core.url("/oauth/token"), None)
+    except AuthError as e:
+        raise OAuthFailure("invalid_dpop_proof", e.description) from None
+    if await core.store.get("dpop", checked.replay_key) is not None:
+        raise OAuthFailure("invalid_dpop_proof", "the DPoP proof was already used")
+    await core.store.put("dpop", checked.replay_key, {}, 600)
+    return checked.jkt
+
+
 async def token(core: ProxyCore, scope: Scope, send: Send, form: dict[str, str]) -> None:
     """``POST /oauth/token``."""
     try:
         client = await authenticate_client(core, scope, form)
+        jkt = await _dpop_key(core, scope)
         kind = form.get("grant_type")
         if kind == "authorization_code":
-            answer = await _code(core, client, form)
+            answer = await _code(core, client, form, jkt)
         elif kind == "refresh_token":
-            answer = await _refresh(core, client, form)
+            answer = await _refresh(core, client, form, jkt)
         else:
             raise OAuthFailure("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
     except OAuthFailure as e:
@@ -155,7 +176,7 @@ async def token(core: ProxyCore, scope: Scope, send: Send, form: dict[str, str])
     await send_json(send, 200, answer)
 
 
-async def _code(core: ProxyCore, client: Client, form: dict[str, str]) -> dict[str, Any]:
+async def _code(core: ProxyCore, client: Client, form: dict[str, str], jkt: str | None) -> dict[str, Any]:
     code, verifier = form.get("code"), form.get("code_verifier")
     if not code:
         raise OAuthFailure("invalid_request", "code is missing")
@@ -174,12 +195,13 @@ async def _code(core: ProxyCore, client: Client, form: dict[str, str]) -> dict[s
         raise OAuthFailure("invalid_grant", "code_verifier does not match the code_challenge (PKCE S256)")
     if "resource" in form and form["resource"].rstrip("/") != grant["resource"].rstrip("/"):
         raise OAuthFailure("invalid_target", f"this server issues tokens only for {grant['resource']}")
-    record = {k: grant[k] for k in ("client_id", "sub", "tid", "name", "scopes", "resource", "upstream")}
+    record = {**{k: grant[k] for k in ("client_id", "sub", "tid", "name", "scopes", "resource", "upstream")},
+              "jkt": jkt}
     await core.store.put("family", family, record, core.refresh_ttl)
     return await core.mint(family, record, tuple(grant["scopes"]))
 
 
-async def _refresh(core: ProxyCore, client: Client, form: dict[str, str]) -> dict[str, Any]:
+async def _refresh(core: ProxyCore, client: Client, form: dict[str, str], jkt: str | None) -> dict[str, Any]:
     presented = form.get("refresh_token")
     if not presented:
         raise OAuthFailure("invalid_request", "refresh_token is missing")
@@ -197,6 +219,8 @@ async def _refresh(core: ProxyCore, client: Client, form: dict[str, str]) -> dic
     family = await core.store.get("family", old["family"])
     if family is None:
         raise OAuthFailure("invalid_grant", "the grant was revoked")
+    if family.get("jkt") is not None and family["jkt"] != jkt:
+        raise OAuthFailure("invalid_dpop_proof", "this grant is bound to a DPoP key: prove it on every refresh")
     scopes = tuple(old["scopes"])
     if "scope" in form:
         asked = tuple(dict.fromkeys(form["scope"].split()))

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from ...asgi_types import Receive, Scope, Send
 from ...context import AuthInfo
 from ...errors import ConfigurationError
+from ..dpop import DEFAULT_ALGS
 from ..oauth import OAuthAuthenticator, check_url
 from .clients import CimdResolver, parse_clients
 from .core import ProxyCore
@@ -168,6 +169,7 @@ class OAuthProxy:
                                                            "private_key_jwt"],
             "scopes_supported": sorted(set(scopes)),
             "client_id_metadata_document_supported": True,
+            "dpop_signing_alg_values_supported": list(DEFAULT_ALGS),
             "authorization_response_iss_parameter_supported": True,
         }
 
