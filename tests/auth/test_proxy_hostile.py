@@ -141,8 +141,9 @@ async def test_ten_thousand_registrations_are_bounded(upstream: UpstreamProvider
         for _ in range(10_000):
             r = await rig.http.post("/oauth/register", json={"redirect_uris": [REDIRECT]})
             codes[r.status_code] = codes.get(r.status_code, 0) + 1
-        assert codes == {201: 10, 429: 9990}
-        assert rig.store.count("client") == 10
+        # the count is per clock minute: a run that straddles a minute may get two minutes' worth
+        assert codes[201] in (10, 20) and codes[429] == 10_000 - codes[201], codes
+        assert rig.store.count("client") == codes[201]
         r = await rig.http.post("/oauth/register", json={"redirect_uris": [REDIRECT]})
         assert r.json()["error"] == "slow_down" and r.headers["retry-after"] == "60"
     async for rig in _rig(upstream, None, OAUTH_PROXY_REGISTRATIONS_PER_MINUTE="100000",
@@ -396,3 +397,12 @@ async def test_a_metadata_document_client_with_private_key_jwt(cimd_rig: Rig, do
                                                   "refresh_token": r.json()["refresh_token"],
                                                   "client_assertion_type": kind, "client_assertion": good})
     assert r.status_code == 401 and "already used" in r.json()["error_description"]
+
+
+async def test_sign_ins_started_per_source_are_bounded(rig: Rig) -> None:
+    client_id = await rig.register()
+    _, challenge = pkce()
+    url = authorize_url(rig.base, client_id, REDIRECT, challenge)
+    statuses = [(await rig.http.get(url)).status_code for _ in range(70)]
+    assert statuses == [302] * 60 + [429] * 10
+    assert rig.store.count("txn") == 60

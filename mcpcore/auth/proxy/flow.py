@@ -6,7 +6,8 @@ An error before the client and its redirect URI are known to be good is a page, 
 URI with its ``state`` and our ``iss`` (RFC 9207). The transaction, the pending approval and the
 browser are bound together: the flow must come back to the browser that started it (a cookie of
 one random id, the same for every flow), the consent form carries a CSRF token bound to the
-pending approval and that browser, and a cross-site POST is refused outright.
+pending approval and that browser, and a cross-site POST is refused outright. A source address
+starts at most :data:`AUTHORIZE_PER_MINUTE` sign-ins a minute (each stores a transaction).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ __all__ = ["authorize", "callback", "consent"]
 log = logging.getLogger("mcpcore.auth")
 _CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")
 MAX_STATE = 1024
+# Sign-ins a source address may start per minute: each stores a transaction for 10 minutes.
+AUTHORIZE_PER_MINUTE = 60
 
 
 def _s256(verifier: str) -> str:
@@ -50,6 +53,10 @@ def _same_resource(a: str, b: str) -> bool:
 
 async def authorize(core: ProxyCore, scope: Scope, send: Send, q: dict[str, str]) -> None:
     """``GET /oauth/authorize``: check the request, remember it, send the browser upstream."""
+    peer = scope.get("client")
+    if await core.store.hit("authorize-rate", peer[0] if peer else "unknown", 60) > AUTHORIZE_PER_MINUTE:
+        await send_page(send, 429, error_page("busy"), [(b"retry-after", b"60")])
+        return
     client_id = q.get("client_id")
     if not client_id:
         await send_page(send, 400, error_page("bad_request", "client_id is missing."))

@@ -27,7 +27,7 @@ from .flow import authorize, callback, consent
 from .grants import revoke, token
 from .keys import ProxyKeys
 from .register import register
-from .store import MemoryProxyStore, ProxyStore, RedisProxyStore
+from .store import MemoryProxyStore, ProxyStore, RedisProxyStore, StoreFull
 from .upstream import Upstream
 from .web import Duplicate, TooLarge, params, read_body, send_json
 
@@ -204,6 +204,9 @@ class OAuthProxy:
                 await handler(self.core, scope, send, form)
         except TooLarge:
             await send_json(send, 413, {"error": "invalid_request", "error_description": "the body is too large"})
+        except StoreFull:
+            await send_json(send, 503, {"error": "temporarily_unavailable", "error_description": "try again later"},
+                            [(b"retry-after", b"60")])
         except Duplicate as e:
             await send_json(send, 400, {"error": "invalid_request", "error_description": f"{e} is repeated"})
 

@@ -104,7 +104,7 @@ class Upstream:
         async with self._lock:
             if not self.meta:
                 doc = await self._json("GET", f"{self.issuer}/.well-known/openid-configuration")
-                if doc.get("issuer") != self.issuer:
+                if str(doc.get("issuer", "")).rstrip("/") != self.issuer:
                     raise UpstreamError("the identity provider's discovery document names another issuer")
                 self.meta = doc
         return self.meta
@@ -217,9 +217,10 @@ class Upstream:
             keys = [k for k in self._jwks if k.get("kid") == header.get("kid") or header.get("kid") is None]
             for jwk in keys:
                 try:
+                    issuer = str(self.meta.get("issuer", self.issuer))
                     claims: dict[str, Any] = jwt.decode(
-                        token, jwt.PyJWK(jwk, algorithm=alg), algorithms=[alg], audience=self.client_id,
-                        issuer=self.issuer, options={"require": ["exp", "iss", "aud", "sub"]}, leeway=30)
+                        token, jwt.PyJWK(jwk, algorithm=alg), algorithms=[alg], audience=self.client_id, issuer=issuer,
+                        options={"require": ["exp", "iss", "aud", "sub"]}, leeway=30)
                 except jwt.PyJWTError:
                     continue
                 if claims.get("nonce") != nonce:
