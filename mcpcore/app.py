@@ -63,29 +63,25 @@ class McpApp:
             ``MCP_SESSION_MODE`` wins over the default, never over the requirement.
         storage: a ``StorageProvider`` for ``ctx.state`` (default: chosen by ``STORAGE_PROVIDER_TYPE``).
         cache_hints: ``{"tools/list": CacheHint(...), ...}`` for 2026-07-28 cacheable results.
-        path: the MCP endpoint (default ``MCP_HTTP_ENDPOINT_PATH``, ``/mcp``). Mounted under a
-            prefix, the app also answers at the mount point itself.
-        setup: ``async def setup(app)`` run at startup, after stores are ready; an async
-            generator runs to its ``yield`` at startup and on from there at shutdown. What it
-            opens for the app's lifetime goes on ``app.state`` (``ctx.app_state``).
+        path: the MCP endpoint (default ``MCP_HTTP_ENDPOINT_PATH``, ``/mcp``). Mounted under a prefix, the app
+            also answers at the mount point itself.
+        setup: ``async def setup(app)`` run at startup, after stores are ready (an async generator: to its
+            ``yield``, the rest at shutdown); what it opens for the app's life goes on ``app.state``.
         middleware: layers around every method (:class:`~mcpcore.Middleware`), the first
             outermost, inside the framework's own (see ``app.layers``).
-        auth: your own :class:`~mcpcore.auth.TokenVerifier` (or a whole ``Authenticator``) in
-            place of ``MCP_AUTH_MODE``'s, or a :class:`~mcpcore.auth.HostIdentity` (the host's user).
-        telemetry: a :class:`~mcpcore.telemetry.Telemetry` (or ``True``) to trace and meter calls
-            with OpenTelemetry; default: on when ``OTEL_ENABLED=true``.
-        landing: serve the landing page (``GET /``) and server card (``/.well-known/mcp.json``);
-            default: on for a standalone app, off when mounted under a prefix.
-        expose_stateless_session_id: under ``MCP_SESSION_MODE=stateless``, give each 2025-era
-            request a fresh ``ctx.session_id`` (it changes every request) instead of ``None``;
-            default ``MCP_EXPOSE_STATELESS_SESSION_ID``.
-        extensions: ``{identifier: settings}`` declared under ``capabilities.extensions`` in both
-            eras (``{}`` for no settings); MCP Apps and Skills declare theirs themselves.
-        skills: a folder of Agent Skills to serve (a path or a
-            :class:`~mcpcore.extensions.skills.Skills`), SEP-2640.
-        delegation: tokens for downstream APIs on the caller's behalf
-            (:class:`~mcpcore.auth.delegation.Delegation`); default: RFC 8693 token exchange
-            when ``MCP_TOKEN_EXCHANGE_URL`` is set.
+        auth: your own :class:`~mcpcore.auth.TokenVerifier` (or a whole ``Authenticator``, such as an
+            ``OAuthProxy``) in place of ``MCP_AUTH_MODE``'s, or a :class:`~mcpcore.auth.HostIdentity`.
+        telemetry: a :class:`~mcpcore.telemetry.Telemetry` (or ``True``) to trace and meter calls with
+            OpenTelemetry; default: on when ``OTEL_ENABLED=true``.
+        landing: serve the landing page (``GET /``) and server card (``/.well-known/mcp.json``); default: on
+            for a standalone app, off when mounted under a prefix.
+        expose_stateless_session_id: under ``MCP_SESSION_MODE=stateless``, give each 2025-era request a fresh
+            ``ctx.session_id`` (it changes every request), not ``None``; default ``MCP_EXPOSE_STATELESS_SESSION_ID``.
+        extensions: ``{identifier: settings}`` declared under ``capabilities.extensions`` in both eras (``{}``
+            for no settings); MCP Apps and Skills declare theirs themselves.
+        skills: a folder of Agent Skills to serve (a path or a :class:`~mcpcore.extensions.skills.Skills`), SEP-2640.
+        delegation: tokens for downstream APIs on the caller's behalf (:class:`~mcpcore.auth.delegation.Delegation`);
+            default: RFC 8693 token exchange when ``MCP_TOKEN_EXCHANGE_URL`` is set.
     """
 
     def __init__(
@@ -355,7 +351,7 @@ class McpApp:
                     self._http_sse = HttpSseTransport(self._runtime(), self.stack)
                 await self._http_sse(scope, receive, send, path)
             else:
-                await self._side(scope, send, path, root)
+                await self._side(scope, send, path, root, receive)
         elif kind == "lifespan":
             self._server_checked = True
             await lifespan_protocol(self, receive, send)

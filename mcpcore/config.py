@@ -122,6 +122,10 @@ def _hostports(name: str, raw: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _words(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(p for p in raw.replace(",", " ").split() if p)
+
+
 def _str(name: str, raw: str) -> str:
     return raw.strip()
 
@@ -199,7 +203,8 @@ class Settings:
     redis_sentinel_password: SecretStr | None = _env("MCP_REDIS_SENTINEL_PASSWORD", _secret, None)  # noqa: RUF009
     storage_cursor_key: str | None = _env("MCP_STORAGE_CURSOR_KEY", _str, None)
     request_state_key: str | None = _env("MCP_REQUEST_STATE_KEY", _str, None)
-    auth_mode: str = _env("MCP_AUTH_MODE", _choice("none", "jwt", "oauth", "introspection"), "none")
+    auth_mode: str = _env("MCP_AUTH_MODE", _choice("none", "jwt", "oauth", "introspection", "proxy"),
+                          "none")
     otel_enabled: bool = _env("OTEL_ENABLED", _bool, False)
     metrics_enabled: bool = _env("MCP_METRICS_ENABLED", _bool, False)
     metrics_path: str = _env("MCP_METRICS_PATH", _path, "/metrics")
@@ -237,6 +242,22 @@ class Settings:
     token_exchange_actor_token: SecretStr | None = _env(  # noqa: RUF009
         "MCP_TOKEN_EXCHANGE_ACTOR_TOKEN", _secret, None)
     token_exchange_audiences: tuple[str, ...] = _env("MCP_TOKEN_EXCHANGE_AUDIENCES", _csv, ())
+    # MCP_AUTH_MODE=proxy: mcpcore as the authorization server, the login upstream (docs/auth.md).
+    oauth_upstream_preset: str = _env("OAUTH_UPSTREAM_PRESET", _choice("oidc", "github"), "oidc")
+    oauth_upstream_issuer_url: str | None = _env("OAUTH_UPSTREAM_ISSUER_URL", _str, None)
+    oauth_upstream_client_id: str | None = _env("OAUTH_UPSTREAM_CLIENT_ID", _str, None)
+    oauth_upstream_client_secret: SecretStr | None = _env(  # noqa: RUF009
+        "OAUTH_UPSTREAM_CLIENT_SECRET", _secret, None)
+    oauth_upstream_scopes: tuple[str, ...] = _env("OAUTH_UPSTREAM_SCOPES", _words, ())
+    oauth_upstream_tenant_claim: str = _env("OAUTH_UPSTREAM_TENANT_CLAIM", _str, "tid")
+    auth_signing_key: SecretStr | None = _env("MCP_AUTH_SIGNING_KEY", _secret, None)  # noqa: RUF009
+    oauth_proxy_clients: str | None = _env("OAUTH_PROXY_CLIENTS", _str, None)
+    oauth_proxy_cimd_allow_private: bool = _env("OAUTH_PROXY_CIMD_ALLOW_PRIVATE", _bool, False)
+    oauth_proxy_access_ttl_s: int = _env("OAUTH_PROXY_ACCESS_TTL_S", _int(60, 86_400), 3600)
+    oauth_proxy_refresh_ttl_s: int = _env("OAUTH_PROXY_REFRESH_TTL_S", _int(300, 31_536_000), 2_592_000)
+    oauth_proxy_consent_ttl_s: int = _env("OAUTH_PROXY_CONSENT_TTL_S", _int(0, 31_536_000), 2_592_000)
+    oauth_proxy_registrations_per_minute: int = _env("OAUTH_PROXY_REGISTRATIONS_PER_MINUTE", _int(1, 100_000), 10)
+    oauth_proxy_max_registrations: int = _env("OAUTH_PROXY_MAX_REGISTRATIONS", _int(1, 10_000_000), 10_000)
     # Ceilings on what a caller sends (see docs/security.md).
     cors_allowed_origins: tuple[str, ...] = _env("MCP_CORS_ALLOWED_ORIGINS", _origins, ())
     max_batch_messages: int = _env("MCP_HTTP_MAX_BATCH_MESSAGES", _int(1, 10_000), 100)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import _json
-from .asgi_types import Message, Scope, Send
+from .asgi_types import Message, Receive, Scope, Send
 from .auth import PRM_CACHE_CONTROL, metadata_routes, protected_resource_metadata
 from .transports.guard import OriginGuard, valid_host
 
@@ -27,6 +27,7 @@ class SideRoutes:
     def __init__(self, app: McpApp) -> None:
         self.app = app
         self.guard = OriginGuard(app.settings.allowed_origins, app.settings.allowed_hosts)
+        self.proxy: Any = _proxy_of(app.authenticator)
 
     def routes(self, *, mounted: bool = False) -> dict[str, str]:
         """The paths served, each with why it is public: none of them reads a token, so none
@@ -37,6 +38,8 @@ class SideRoutes:
         if app.authenticator is not None:
             for path in metadata_routes(app.settings, app.path):
                 routes[path] = "RFC 9728 protected-resource metadata (clients read it before they have a token)"
+        for path in sorted(self.proxy.paths if self.proxy is not None else ()):
+            routes[path] = "the OAuth authorization server (MCP_AUTH_MODE=proxy: metadata, sign-in, tokens)"
         if app.metrics is not None:
             routes[app.metrics.path] = "Prometheus metrics (MCP_METRICS_ENABLED; counts and names, no payloads)"
         if app.landing if app.landing is not None else not mounted:
@@ -44,8 +47,16 @@ class SideRoutes:
             routes["/.well-known/mcp.json"] = "server card (with auth on: no definitions listed)"
         return routes
 
-    async def __call__(self, scope: Scope, send: Send, path: str, root: str) -> None:
+    async def __call__(self, scope: Scope, send: Send, path: str, root: str, receive: Receive | None = None) -> None:
         method = scope["method"]
+        if self.proxy is not None and receive is not None and path in self.proxy.paths:
+            reason = self.guard.check(scope, _header(scope, b"host"), None)
+            if reason is not None:
+                await plain_json(send, 403, {"error": f"forbidden: {reason}"})
+                return
+            info = self.app.server_info
+            await self.proxy.serve(scope, receive, send, path, self._scopes(), info.get("title") or info["name"])
+            return
         if path not in self.routes(mounted=bool(root)):
             await plain_json(send, 404, {"error": "not found"})
             return
@@ -96,15 +107,39 @@ class SideRoutes:
 
     async def _protected_resource_metadata(self, scope: Scope, send: Send) -> None:
         app = self.app
-        r = app.registry
-        defs: list[Any] = [*r.tools.values(), *r.resources.values(), *r.templates]
-        scopes = sorted({s for d in defs for s in d.auth})
-        doc = protected_resource_metadata(app.settings, _base(scope), scopes, endpoint_path=app.path)
+        doc = protected_resource_metadata(app.settings, _base(scope), self._scopes(), endpoint_path=app.path)
+        if self.proxy is not None:  # this app is its own authorization server
+            doc["resource"] = self.proxy.resource
+            doc["authorization_servers"] = [self.proxy.issuer]
         body = _json.dumps(doc)
         await send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
             (b"cache-control", PRM_CACHE_CONTROL.encode())]})
         await send({"type": "http.response.body", "body": body})
+
+
+    def _scopes(self) -> list[str]:
+        r = self.app.registry
+        defs: list[Any] = [*r.tools.values(), *r.resources.values(), *r.templates]
+        return sorted({s for d in defs for s in d.auth})
+
+
+def _proxy_of(authenticator: Any) -> Any:
+    """The authorization server (``MCP_AUTH_MODE=proxy``) the app's authenticator is or wraps;
+    found by its mode so an app without one never imports it."""
+    for _ in range(4):
+        if authenticator is None or (getattr(authenticator, "mode", None) == "proxy"
+                                     and hasattr(authenticator, "serve")):
+            return authenticator
+        authenticator = getattr(authenticator, "tokens", None)
+    return None
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for k, v in scope["headers"]:
+        if k == name:
+            return bytes(v)
+    return None
 
 
 async def plain_json(send: Send, status: int, obj: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:

@@ -110,8 +110,9 @@ MEANINGS: dict[str, str] = {
     "MCP_REQUEST_STATE_KEY": "Key(s) of at least 32 bytes that seal `requestState` (HMAC-SHA256, bound to the "
                              "caller and operation, 900 s); comma-separated for rotation. Unset: state travels "
                              "unsigned.",
-    "MCP_AUTH_MODE": "`none`, `jwt` (HS256 with a shared secret), `oauth` (an issuer's JWKS) or "
-                     "`introspection` (opaque tokens checked at an RFC 7662 endpoint, answers cached). "
+    "MCP_AUTH_MODE": "`none`, `jwt` (HS256 with a shared secret), `oauth` (an issuer's JWKS), "
+                     "`introspection` (opaque tokens checked at an RFC 7662 endpoint, answers cached) or `proxy` "
+                     "(this server is the OAuth authorization server, the login upstream; docs/auth.md). "
                      "`McpApp(auth=...)` takes your own `TokenVerifier` instead.",
     "OTEL_ENABLED": "Trace and meter handler calls through the OpenTelemetry API (needs `mcpcore[otel]`).",
     "MCP_METRICS_ENABLED": "Serve Prometheus metrics at `MCP_METRICS_PATH` (needs `mcpcore[metrics]`; "
@@ -169,6 +170,32 @@ MEANINGS: dict[str, str] = {
                                       "none).",
     "MCP_TOKEN_EXCHANGE_AUDIENCES": "Token exchange: the downstream audiences tools may name, as "
                                     "`name=audience` pairs separated by commas.",
+    "OAUTH_UPSTREAM_PRESET": "Proxy: the upstream provider's kind, `oidc` (endpoints by OpenID discovery) or "
+                             "`github` (GitHub's OAuth endpoints and its user API).",
+    "OAUTH_UPSTREAM_ISSUER_URL": "Proxy: the upstream provider's issuer (`oidc`: discovered at its "
+                                 "`/.well-known/openid-configuration`; `github`: unset for github.com, else the "
+                                 "GitHub Enterprise base URL).",
+    "OAUTH_UPSTREAM_CLIENT_ID": "Proxy: this server's app at the upstream provider (its redirect URI: "
+                                "`MCP_PUBLIC_URL` + `/oauth/callback`).",
+    "OAUTH_UPSTREAM_CLIENT_SECRET": "Proxy: that app's secret.",
+    "OAUTH_UPSTREAM_SCOPES": "Proxy: scopes asked of the upstream provider, space- or comma-separated (unset: "
+                             "`openid`; `github`: `read:user`).",
+    "OAUTH_UPSTREAM_TENANT_CLAIM": "Proxy: the upstream ID token (or userinfo) claim that becomes the tenant.",
+    "MCP_AUTH_SIGNING_KEY": "Proxy: secret(s) of at least 32 characters from which the token signing key "
+                            "(ES256), the upstream-token sealing key (AES-GCM) and the consent CSRF key are "
+                            "derived; comma-separated for rotation (the first signs).",
+    "OAUTH_PROXY_CLIENTS": "Proxy: pre-registered clients, a JSON array of objects with `client_id`, "
+                           "`redirect_uris` and optionally `client_name` and `client_secret`.",
+    "OAUTH_PROXY_CIMD_ALLOW_PRIVATE": "Proxy, development only: client metadata URLs may resolve to loopback "
+                                      "and private addresses and use http.",
+    "OAUTH_PROXY_ACCESS_TTL_S": "Proxy: lifetime of the access tokens this server issues, in seconds.",
+    "OAUTH_PROXY_REFRESH_TTL_S": "Proxy: lifetime of a grant (its refresh tokens and upstream tokens) since its "
+                                 "last refresh, in seconds.",
+    "OAUTH_PROXY_CONSENT_TTL_S": "Proxy: how long an approval is remembered per user and client, in seconds "
+                                 "(0: ask every time).",
+    "OAUTH_PROXY_REGISTRATIONS_PER_MINUTE": "Proxy: dynamic registrations accepted per source address and "
+                                            "minute.",
+    "OAUTH_PROXY_MAX_REGISTRATIONS": "Proxy: dynamic registrations kept at once.",
     "MCP_CORS_ALLOWED_ORIGINS": "Comma-separated origins of browser clients granted CORS on the MCP endpoint "
                                 "(preflights answered, `Mcp-Session-Id` exposed); also accepted by the Origin "
                                 "check; each `scheme://host[:port]`, as for `MCP_ALLOWED_ORIGINS`. Empty: CORS "

@@ -15,7 +15,9 @@ A library with a narrow interface; the transport wires it in:
 - the host app's user as the caller: :class:`HostIdentity` (``McpApp(auth=HostIdentity(...))`` or
   ``MCP_AUTH_HOST_IDENTITY``), composing with the token modes;
 - DPoP-bound tokens (RFC 9449, ``MCP_AUTH_DPOP``): :class:`DPoPGuard` around the token authenticator;
-- delegated calls downstream (RFC 8693 token exchange): :mod:`mcpcore.auth.delegation`.
+- delegated calls downstream (RFC 8693 token exchange): :mod:`mcpcore.auth.delegation`;
+- this server as the OAuth authorization server, the login upstream (``MCP_AUTH_MODE=proxy``):
+  :class:`OAuthProxy` with an :class:`Upstream`, the provider's tokens by :func:`upstream_token`.
 
 Every signature check is PyJWT's (``jwt.decode`` with explicit ``algorithms``); nothing here
 verifies a signature by hand.
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
     from .introspection import IntrospectionVerifier
     from .jwt_auth import MIN_SECRET_LENGTH, JwtAuthenticator
     from .oauth import OAuthAuthenticator
+    from .proxy import OAuthProxy, Upstream, UpstreamCredentials, upstream_token
     from .token_exchange import TokenExchange
 
 __all__ = [
@@ -85,8 +88,11 @@ __all__ = [
     "JwtAuthenticator",
     "MetadataUrls",
     "OAuthAuthenticator",
+    "OAuthProxy",
     "TokenExchange",
     "TokenVerifier",
+    "Upstream",
+    "UpstreamCredentials",
     "VerifierAuthenticator",
     "app_authenticator",
     "auth_info_from_claims",
@@ -105,11 +111,14 @@ __all__ = [
     "scopes_from_claims",
     "single_authorization",
     "token_for",
+    "upstream_token",
 ]
 
 _LAZY = {"MIN_SECRET_LENGTH": "jwt_auth", "JwtAuthenticator": "jwt_auth", "OAuthAuthenticator": "oauth",
          "IntrospectionVerifier": "introspection", "DPoPGuard": "dpop_guard", "jwk_thumbprint": "dpop",
-         "TokenExchange": "token_exchange", **dict.fromkeys(
+         "TokenExchange": "token_exchange",
+         **dict.fromkeys(("OAuthProxy", "Upstream", "UpstreamCredentials", "upstream_token"), "proxy"),
+         **dict.fromkeys(
              ("Audience", "Delegation", "DelegationFailed", "DownstreamToken", "delegated_auth", "delegated_token",
               "token_for"), "delegation")}
 

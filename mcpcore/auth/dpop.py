@@ -168,8 +168,9 @@ class ProofChecker:
         self.fresh_nonce = fresh_nonce
         self.clock = clock or time.time
 
-    def check(self, proofs: Sequence[bytes], method: str, url: str, token: str) -> CheckedProof:
-        """Check the request's ``DPoP`` header values against its method, URL and token.
+    def check(self, proofs: Sequence[bytes], method: str, url: str, token: str | None) -> CheckedProof:
+        """Check the request's ``DPoP`` header values against its method, URL and token (``None``
+        at a token endpoint, where the proof has no ``ath``).
 
         Raises:
             AuthError: 401 ``invalid_dpop_proof``, or ``use_dpop_nonce`` with a fresh nonce.
@@ -224,7 +225,8 @@ class ProofChecker:
             raise proof_error("DPoP proof is malformed.", "malformed") from None
         return claims
 
-    def _claims(self, claims: Mapping[str, Any], method: str, url: str, token: str, jwk: Mapping[str, Any]) -> str:
+    def _claims(self, claims: Mapping[str, Any], method: str, url: str, token: str | None,
+                jwk: Mapping[str, Any]) -> str:
         jti = claims.get("jti")
         if not isinstance(jti, str) or not 0 < len(jti) <= 512:
             raise proof_error("DPoP proof has no valid jti.", "jti")
@@ -238,7 +240,8 @@ class ProofChecker:
         if not isinstance(iat, (int, float)) or isinstance(iat, bool) or abs(self.clock() - iat) > self.window:
             raise proof_error("DPoP proof is too old or from the future (iat).", "iat")
         ath = claims.get("ath")
-        if not isinstance(ath, str) or not hmac.compare_digest(ath.encode(), access_token_hash(token).encode()):
+        if token is not None and (not isinstance(ath, str)
+                                  or not hmac.compare_digest(ath.encode(), access_token_hash(token).encode())):
             raise proof_error("DPoP proof does not match the access token (ath).", "ath")
         try:
             return jwk_thumbprint(jwk)

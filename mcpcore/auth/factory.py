@@ -87,12 +87,17 @@ def create_authenticator(
             per_source=settings.oauth_introspection_max_calls_per_source,
         )
         auth = VerifierAuthenticator(verifier, mode="introspection")
+    elif mode == "proxy":
+        from .proxy import OAuthProxy
+
+        auth = OAuthProxy.from_settings(settings, transport=transport)
     else:
-        raise ConfigurationError(f"MCP_AUTH_MODE must be one of none, jwt, oauth, introspection; got {mode!r}")
+        raise ConfigurationError(f"MCP_AUTH_MODE must be one of none, jwt, oauth, introspection, proxy; "
+                                 f"got {mode!r}")
     if settings.auth_disable_scope_checks:
         log.warning("MCP_AUTH_DISABLE_SCOPE_CHECKS=true: tokens are verified but declared and runtime scope "
                     "checks are skipped; never use this in production")
-    if not settings.public_url and not settings.server_resource_identifier:
+    if mode != "proxy" and not settings.public_url and not settings.server_resource_identifier:
         log.warning("auth is on without MCP_PUBLIC_URL: the protected-resource metadata and WWW-Authenticate "
                     "URLs are derived from each request's Host header")
     return auth

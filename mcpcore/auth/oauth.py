@@ -87,6 +87,8 @@ class OAuthAuthenticator:
         http_client: an httpx client to use (not closed by :meth:`close`); else one is created.
         transport: an httpx transport for the created client (tests: ``httpx.MockTransport``).
         clock: a monotonic clock (tests).
+        local_jwks: the key set itself, in place of a fetch (the authorization server in this
+            process: ``MCP_AUTH_MODE=proxy``).
 
     Raises:
         ConfigurationError: a missing issuer/audience or an unacceptable URL, naming the variable.
@@ -110,6 +112,7 @@ class OAuthAuthenticator:
         http_client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
+        local_jwks: Callable[[], list[dict[str, Any]]] | None = None,
     ) -> None:
         if not issuer:
             raise ConfigurationError("OAUTH_ISSUER_URL is required when MCP_AUTH_MODE=oauth")
@@ -129,6 +132,7 @@ class OAuthAuthenticator:
         self._owns_client = http_client is None
         self._transport = transport
         self._clock = clock
+        self._local = local_jwks
         self._lock = anyio.Lock()
         self._jwks: list[dict[str, Any]] | None = None
         self._keys: dict[tuple[str | None, str], PyJWK] = {}
@@ -247,6 +251,8 @@ class OAuthAuthenticator:
         """One GET of the JWKS (caller holds the lock); True on success."""
         self.fetch_count += 1
         try:
+            if self._local is not None:
+                return self._loaded({"keys": self._local()})
             with anyio.fail_after(self.timeout):
                 async with self._http().stream("GET", self.jwks_uri) as resp:
                     if resp.status_code != 200:
@@ -264,6 +270,9 @@ class OAuthAuthenticator:
             log.warning("OAuth JWKS fetch failed",
                         extra={"fields": {"jwks_uri": self.jwks_uri, "error": type(e).__name__, "detail": str(e)}})
             return False
+        return self._loaded(doc)
+
+    def _loaded(self, doc: dict[str, Any]) -> bool:
         self._jwks = [k for k in doc["keys"] if isinstance(k, dict)]
         self._keys = {}
         self._fetched_at = self._clock()

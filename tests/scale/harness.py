@@ -134,9 +134,10 @@ def _proxy_app(backends: list[str]) -> Any:
 
 
 @contextlib.contextmanager
-def proxy(backends: list[str]) -> Iterator[str]:
-    """A per-request round-robin HTTP proxy on a free port in a thread; yields its /mcp URL."""
-    port = free_port()
+def proxy(backends: list[str], port: int | None = None) -> Iterator[str]:
+    """A per-request round-robin HTTP proxy on ``port`` (default: a free one) in a thread; yields
+    its /mcp URL."""
+    port = port or free_port()
     bases = [u.rsplit("/mcp", 1)[0] for u in backends]
     server = uvicorn.Server(uvicorn.Config(_proxy_app(bases), host="127.0.0.1", port=port, log_level="warning",
                                            lifespan="on"))

@@ -25,6 +25,8 @@ PACKAGES = {
     "inspector": ["@modelcontextprotocol/inspector@2.12"],
     # An OAuth authorization server for the delegation tests (RFC 8693 token exchange).
     "identity": ["oidc-provider@9.13"],
+    # Drives Debian's chromium (no browser download) to open the consent page like a person.
+    "browser": ["playwright-core@1.65"],
 }
 
 
