@@ -200,9 +200,10 @@ MEANINGS: dict[str, str] = {
                                             "minute.",
     "OAUTH_PROXY_MAX_REGISTRATIONS": "Proxy: dynamic registrations kept at once.",
     "MCP_CORS_ALLOWED_ORIGINS": "Comma-separated origins of browser clients granted CORS on the MCP endpoint "
-                                "(preflights answered, `Mcp-Session-Id` exposed); also accepted by the Origin "
-                                "check; each `scheme://host[:port]`, as for `MCP_ALLOWED_ORIGINS`. Empty: CORS "
-                                "off. `*`: any origin.",
+                                "(preflights answered, `Mcp-Session-Id` exposed), the OAuth metadata and the "
+                                "proxy's token, registration, revocation and key endpoints; also accepted by "
+                                "the Origin check; each `scheme://host[:port]`, as for `MCP_ALLOWED_ORIGINS`. "
+                                "Empty: CORS off. `*`: any origin.",
     "MCP_HTTP_MAX_BATCH_MESSAGES": "Most messages in one JSON-RPC batch (2025-03-26); a larger batch is "
                                    "answered 400 before any of it runs.",
     "MCP_HTTP_MAX_BATCH_RESPONSE_BYTES": "Most bytes of one batch's response; answers past it are replaced by "
