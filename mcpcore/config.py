@@ -243,7 +243,8 @@ class Settings:
         "MCP_TOKEN_EXCHANGE_ACTOR_TOKEN", _secret, None)
     token_exchange_audiences: tuple[str, ...] = _env("MCP_TOKEN_EXCHANGE_AUDIENCES", _csv, ())
     # MCP_AUTH_MODE=proxy: mcpcore as the authorization server, the login upstream (docs/auth.md).
-    oauth_upstream_preset: str = _env("OAUTH_UPSTREAM_PRESET", _choice("oidc", "github"), "oidc")
+    oauth_upstream_preset: str = _env("OAUTH_UPSTREAM_PRESET", _choice("oidc", "google", "github"),
+                                     "oidc")
     oauth_upstream_issuer_url: str | None = _env("OAUTH_UPSTREAM_ISSUER_URL", _str, None)
     oauth_upstream_client_id: str | None = _env("OAUTH_UPSTREAM_CLIENT_ID", _str, None)
     oauth_upstream_client_secret: SecretStr | None = _env(  # noqa: RUF009

@@ -1,6 +1,9 @@
 """The routes an app serves beside its MCP transports: probes, the protected-resource metadata,
 the landing page, the server card and (when enabled) the Prometheus metrics. Each is public by
-design (none reads a token), answers GET and HEAD, and passes the same Host/Origin guard as ``/mcp``."""
+design (none reads a token), answers GET and HEAD, and passes the same Host/Origin guard as ``/mcp``.
+The metadata documents and the authorization server's token, registration, revocation and key
+endpoints grant CORS to the origins of ``MCP_CORS_ALLOWED_ORIGINS`` (browser-based clients), as
+``/mcp`` does; their preflights are answered."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import _json
 from .asgi_types import Message, Receive, Scope, Send
 from .auth import PRM_CACHE_CONTROL, metadata_routes, protected_resource_metadata
+from .transports.cors import Cors
 from .transports.guard import OriginGuard, valid_host
 
 if TYPE_CHECKING:
@@ -26,7 +30,9 @@ class SideRoutes:
 
     def __init__(self, app: McpApp) -> None:
         self.app = app
-        self.guard = OriginGuard(app.settings.allowed_origins, app.settings.allowed_hosts)
+        s = app.settings
+        self.guard = OriginGuard((*s.allowed_origins, *s.cors_allowed_origins), s.allowed_hosts)
+        self.cors = Cors(s.cors_allowed_origins)
         self.proxy: Any = _proxy_of(app.authenticator)
 
     def routes(self, *, mounted: bool = False) -> dict[str, str]:
@@ -47,8 +53,30 @@ class SideRoutes:
             routes["/.well-known/mcp.json"] = "server card (with auth on: no definitions listed)"
         return routes
 
+    def cors_methods(self, path: str) -> bytes | None:
+        """The methods a browser page on an allowed origin may use on ``path`` (see the module
+        docstring), or ``None`` where no CORS is granted."""
+        if self.proxy is not None and path in self.proxy.paths:
+            methods: bytes | None = self.proxy.cors_methods(path)
+            return methods
+        if self.app.authenticator is not None and path in metadata_routes(self.app.settings, self.app.path):
+            return b"GET, HEAD, OPTIONS"
+        return None
+
     async def __call__(self, scope: Scope, send: Send, path: str, root: str, receive: Receive | None = None) -> None:
         method = scope["method"]
+        methods = self.cors_methods(path)
+        if methods is not None:
+            if method == "OPTIONS":
+                reason = self.guard.check(scope, _header(scope, b"host"), None)
+                if reason is not None:
+                    await plain_json(send, 403, {"error": f"forbidden: {reason}"})
+                    return
+                await self.cors.preflight(dict(scope["headers"]), send, methods)
+                return
+            origin = _header(scope, b"origin")
+            if origin is not None:
+                send = self.cors.wrap(origin, send)
         if self.proxy is not None and receive is not None and path in self.proxy.paths:
             reason = self.guard.check(scope, _header(scope, b"host"), None)
             if reason is not None:

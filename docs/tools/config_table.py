@@ -170,16 +170,19 @@ MEANINGS: dict[str, str] = {
                                       "none).",
     "MCP_TOKEN_EXCHANGE_AUDIENCES": "Token exchange: the downstream audiences tools may name, as "
                                     "`name=audience` pairs separated by commas.",
-    "OAUTH_UPSTREAM_PRESET": "Proxy: the upstream provider's kind, `oidc` (endpoints by OpenID discovery) or "
-                             "`github` (GitHub's OAuth endpoints and its user API).",
+    "OAUTH_UPSTREAM_PRESET": "Proxy: the upstream provider's kind, `oidc` (endpoints by OpenID discovery), "
+                             "`google` (`oidc` at Google, asking for `access_type=offline` and "
+                             "`prompt=consent` so a refresh token comes back) or `github` (GitHub's OAuth "
+                             "endpoints and its user API).",
     "OAUTH_UPSTREAM_ISSUER_URL": "Proxy: the upstream provider's issuer (`oidc`: discovered at its "
-                                 "`/.well-known/openid-configuration`; `github`: unset for github.com, else the "
+                                 "`/.well-known/openid-configuration`; `google`: unset for "
+                                 "`https://accounts.google.com`; `github`: unset for github.com, else the "
                                  "GitHub Enterprise base URL).",
     "OAUTH_UPSTREAM_CLIENT_ID": "Proxy: this server's app at the upstream provider (its redirect URI: "
                                 "`MCP_PUBLIC_URL` + `/oauth/callback`).",
     "OAUTH_UPSTREAM_CLIENT_SECRET": "Proxy: that app's secret.",
     "OAUTH_UPSTREAM_SCOPES": "Proxy: scopes asked of the upstream provider, space- or comma-separated (unset: "
-                             "`openid`; `github`: `read:user`).",
+                             "`openid`; `google`: `openid email profile`; `github`: `read:user`).",
     "OAUTH_UPSTREAM_TENANT_CLAIM": "Proxy: the upstream ID token (or userinfo) claim that becomes the tenant.",
     "MCP_AUTH_SIGNING_KEY": "Proxy: secret(s) of at least 32 characters from which the token signing key "
                             "(ES256), the upstream-token sealing key (AES-GCM) and the consent CSRF key are "
@@ -197,9 +200,10 @@ MEANINGS: dict[str, str] = {
                                             "minute.",
     "OAUTH_PROXY_MAX_REGISTRATIONS": "Proxy: dynamic registrations kept at once.",
     "MCP_CORS_ALLOWED_ORIGINS": "Comma-separated origins of browser clients granted CORS on the MCP endpoint "
-                                "(preflights answered, `Mcp-Session-Id` exposed); also accepted by the Origin "
-                                "check; each `scheme://host[:port]`, as for `MCP_ALLOWED_ORIGINS`. Empty: CORS "
-                                "off. `*`: any origin.",
+                                "(preflights answered, `Mcp-Session-Id` exposed), the OAuth metadata and the "
+                                "proxy's token, registration, revocation and key endpoints; also accepted by "
+                                "the Origin check; each `scheme://host[:port]`, as for `MCP_ALLOWED_ORIGINS`. "
+                                "Empty: CORS off. `*`: any origin.",
     "MCP_HTTP_MAX_BATCH_MESSAGES": "Most messages in one JSON-RPC batch (2025-03-26); a larger batch is "
                                    "answered 400 before any of it runs.",
     "MCP_HTTP_MAX_BATCH_RESPONSE_BYTES": "Most bytes of one batch's response; answers past it are replaced by "

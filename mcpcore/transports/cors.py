@@ -30,14 +30,14 @@ class Cors:
     def allows(self, origin: bytes) -> bool:
         return bool(self.origins or self.any) and (self.any or origin.rstrip(b"/").lower() in self.origins)
 
-    async def preflight(self, headers: Mapping[bytes, bytes], send: Send) -> None:
-        """Answer ``OPTIONS``: the allowed methods, and for an allowed origin the CORS grant."""
-        out = [(b"allow", _ALLOW), (b"content-length", b"0")]
+    async def preflight(self, headers: Mapping[bytes, bytes], send: Send, methods: bytes = _ALLOW) -> None:
+        """Answer ``OPTIONS``: the allowed ``methods``, and for an allowed origin the CORS grant."""
+        out = [(b"allow", methods), (b"content-length", b"0")]
         origin = headers.get(b"origin")
         if origin is not None and self.allows(origin):
             requested = headers.get(b"access-control-request-headers", b"")
             out += [(b"access-control-allow-origin", origin), (b"vary", b"Origin"),
-                    (b"access-control-allow-methods", _ALLOW),
+                    (b"access-control-allow-methods", methods),
                     (b"access-control-allow-headers", requested[:2048] if requested else _DEFAULT_HEADERS),
                     (b"access-control-max-age", b"600")]
         await send({"type": "http.response.start", "status": 204, "headers": out})

@@ -51,6 +51,21 @@ async def test_no_token_is_401_with_a_metadata_challenge_and_prm_is_public() -> 
         assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"]
 
 
+async def test_a_browser_client_on_an_allowed_origin_reads_the_metadata() -> None:
+    prm = "http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"
+    origin = {"origin": "https://chat.example"}
+    async with McpTestClient(jwt_app(cors_allowed_origins=("https://chat.example",)), initialize=False) as c:
+        r = await c.http.options(prm, headers={**origin, "access-control-request-method": "GET"})
+        assert r.status_code == 204 and r.headers["access-control-allow-origin"] == "https://chat.example"
+        assert r.headers["access-control-allow-methods"] == "GET, HEAD, OPTIONS"
+        r = await c.http.get(prm, headers=origin)
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "https://chat.example"
+        r = await c.http.get(prm, headers={"origin": "https://evil.example"})
+        assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
+        r = await c.http.get("http://127.0.0.1:8000/healthz", headers=origin)  # a probe: allowed, no grant
+        assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+
+
 async def test_metadata_is_absent_without_auth() -> None:
     async with McpTestClient(example_app(), initialize=False) as c:
         assert (await c.http.get("http://127.0.0.1:8000/.well-known/oauth-protected-resource")).status_code == 404

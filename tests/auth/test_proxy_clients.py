@@ -3,11 +3,19 @@ called tool: the official Python `mcp` client's OAuth support (dynamic registrat
 ID metadata document), the TypeScript SDK 1.x client (tests/js/oauth_client.mjs; a metadata
 document, and dynamic registration). The login is the real oidc-provider's, the browser scripted.
 The app is built from code here (``McpApp(auth=OAuthProxy(...))``, tests/apps/proxied.py with
-``TEST_CIMD_CA``), trusting the CA of the HTTPS server that serves the metadata documents."""
+``TEST_CIMD_CA``), trusting the CA of the HTTPS server that serves the metadata documents.
+
+Each client runs against two deployments: one instance keeping the state in memory, and two
+instances sharing a Redis server behind the scale-out tests' round-robin proxy (every request,
+the browser's and the client's, goes to the next instance), where each flow is checked to have
+been served by both: the authorization starts on one and its callback lands on the other."""
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +24,8 @@ import pytest
 
 from tests.auth.docserver import DocServer, run_docserver
 from tests.auth.upstream import Browser, UpstreamProvider, proxy_env, run_upstream
-from tests.servers import free_port, serve
+from tests.scale.harness import cluster, proxy
+from tests.servers import free_port, serve, server_log
 
 pytestmark = pytest.mark.slow
 REDIRECT = "http://127.0.0.1:9/oauth/callback"
@@ -34,13 +43,55 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocServer]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def server(upstream: UpstreamProvider, docs: DocServer) -> Iterator[str]:
+@dataclass
+class Deployment:
+    """The app as its clients see it (``base``: the public URL) and the instances behind it."""
+
+    base: str
+    instances: list[str]
+
+    def mark(self) -> list[int]:
+        """Where each instance's log ends now (see :meth:`steps_since`)."""
+        return [len(server_log(u)) for u in self.instances]
+
+    def steps_since(self, mark: list[int]) -> dict[str, set[int]]:
+        """The authorization-server requests each instance served since ``mark``: step -> instances."""
+        steps: dict[str, set[int]] = {}
+        for i, (url, start) in enumerate(zip(self.instances, mark, strict=True)):
+            for step in re.findall(r"authorization server: (\w+ [^\s\"]+)", server_log(url)[start:]):
+                steps.setdefault(step, set()).add(i)
+        return steps
+
+
+@pytest.fixture(scope="module", params=["memory", "redis-pair"])
+def server(request: pytest.FixtureRequest, upstream: UpstreamProvider, docs: DocServer,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    """``memory``: one instance, its state in memory. ``redis-pair``: two instances sharing a Redis
+    server behind a round-robin proxy; the proxy's URL is the public one."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = proxy_env(upstream, base, MCP_AUTH_MODE="none", TEST_CIMD_CA=str(docs.ca))
-    with serve("tests.apps.proxied:app", env=env, port=port):
-        yield base
+    env = proxy_env(upstream, base, MCP_AUTH_MODE="none", TEST_CIMD_CA=str(docs.ca), MCP_LOG_LEVEL="info")
+    if request.param == "memory":
+        with serve("tests.apps.proxied:app", env=env, port=port):
+            yield Deployment(base, [base])
+        return
+    with cluster(tmp_path_factory.mktemp("pair"), "tests.apps.proxied:app", n=2, extra_env=env) as pair, \
+            proxy(pair.urls, port=port):
+        yield Deployment(base, pair.urls)
+
+
+@contextlib.contextmanager
+def spread_over_instances(server: Deployment) -> Iterator[None]:
+    """Check that the flow run inside was served by every instance, the authorization starting on
+    one and the upstream's callback landing on another."""
+    mark = server.mark()
+    yield
+    steps = server.steps_since(mark)
+    for step in ("GET /oauth/authorize", "GET /oauth/callback", "POST /oauth/consent", "POST /oauth/token"):
+        assert step in steps, f"{step} was not served: {steps}"
+    if len(server.instances) > 1:
+        assert steps["GET /oauth/authorize"] != steps["GET /oauth/callback"], steps
+        assert set().union(*steps.values()) == set(range(len(server.instances))), steps
 
 
 class _Memory:
@@ -108,23 +159,24 @@ async def _python_client(server: str, upstream: UpstreamProvider, sub: str, meta
 
 
 @pytest.mark.anyio
-async def test_the_python_client_registers_dynamically(server: str, upstream: UpstreamProvider) -> None:
-    storage = await _python_client(server, upstream, "grace", None)
+async def test_the_python_client_registers_dynamically(server: Deployment, upstream: UpstreamProvider) -> None:
+    with spread_over_instances(server):
+        storage = await _python_client(server.base, upstream, "grace", None)
     assert storage.client.client_id.startswith("mcp-")
 
 
 @pytest.mark.anyio
-async def test_the_python_client_with_a_metadata_document(server: str, upstream: UpstreamProvider,
+async def test_the_python_client_with_a_metadata_document(server: Deployment, upstream: UpstreamProvider,
                                                           docs: DocServer) -> None:
     url = docs.json("/python-desk.json", {"client_id": f"{docs.base}/python-desk.json", "client_name": "python desk",
                                           "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none",
                                           "grant_types": ["authorization_code", "refresh_token"],
                                           "response_types": ["code"]})
-    storage = await _python_client(server, upstream, "heidi", url)
+    fetched = docs.hits.get("/python-desk.json", 0)
+    with spread_over_instances(server):
+        storage = await _python_client(server.base, upstream, "heidi", url)
     assert storage.client.client_id == url
-    assert docs.hits["/python-desk.json"] >= 1
-
-
+    assert docs.hits["/python-desk.json"] > fetched
 
 
 def _ts_client(server: str, upstream: UpstreamProvider, sub: str, metadata_url: str | None) -> dict[str, Any]:
@@ -176,19 +228,24 @@ def _ts_client(server: str, upstream: UpstreamProvider, sub: str, metadata_url: 
         err.close()
 
 
-def test_the_typescript_client_with_a_metadata_document(server: str, upstream: UpstreamProvider,
+def test_the_typescript_client_with_a_metadata_document(server: Deployment, upstream: UpstreamProvider,
                                                         docs: DocServer) -> None:
     url = docs.json("/ts-desk.json", {"client_id": f"{docs.base}/ts-desk.json", "client_name": "TS desk",
                                       "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"})
-    out = _ts_client(server, upstream, "ivan", url)
+    fetched = docs.hits.get("/ts-desk.json", 0)
+    with spread_over_instances(server):
+        out = _ts_client(server.base, upstream, "ivan", url)
     assert out["unauthorized"] is True and out["client_id"] == url
     assert out["tools"] == ["provider_profile", "whoami"]
     assert out["whoami"]["subject"] == "ivan" and out["whoami"]["client"] == url
     assert out["profile"] == {"status": 200, "sub": "ivan"}
+    assert docs.hits["/ts-desk.json"] > fetched
 
 
-def test_the_typescript_client_registers_dynamically(server: str, upstream: UpstreamProvider) -> None:
-    out = _ts_client(server, upstream, "judy", None)
+def test_the_typescript_client_registers_dynamically(server: Deployment, upstream: UpstreamProvider) -> None:
+    with spread_over_instances(server):
+        out = _ts_client(server.base, upstream, "judy", None)
     assert out["unauthorized"] is True and out["client_id"].startswith("mcp-")
     assert out["whoami"] == {"subject": "judy", "tenant": "initech", "client": out["client_id"],
                              "scopes": ["tools:read"]}
+    assert out["profile"] == {"status": 200, "sub": "judy"}

@@ -12,9 +12,11 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import uvicorn
 
@@ -98,7 +100,9 @@ class RoundRobinClient(McpTestClient):
 
 def _proxy_app(backends: list[str]) -> Any:
     cycle = itertools.cycle(backends)
-    client = httpx.AsyncClient(timeout=None)
+    # A proxy passes cookies through and keeps none: a jar that refuses every cookie, else one
+    # browser's Set-Cookie would ride along on every later request, whoever sends it.
+    client = httpx.AsyncClient(timeout=None, cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])))
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -124,11 +128,19 @@ def _proxy_app(backends: list[str]) -> Any:
                     "headers": [(k, v) for k, v in resp.headers.raw if k.lower() not in (b"transfer-encoding",
                                                                                           b"content-length")]})
         try:
-            async for chunk in resp.aiter_raw():
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            async with anyio.create_task_group() as tg:
+                async def until_the_client_leaves() -> None:  # then the backend's stream is closed too
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(until_the_client_leaves)
+                async for chunk in resp.aiter_raw():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b""})
+                tg.cancel_scope.cancel()
         finally:
             await resp.aclose()
-        await send({"type": "http.response.body", "body": b""})
 
     return app
 

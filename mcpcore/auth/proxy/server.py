@@ -42,6 +42,9 @@ log = logging.getLogger("mcpcore.auth")
 WELL_KNOWN_AS = "/.well-known/oauth-authorization-server"
 _GET = {"/oauth/authorize", "/oauth/callback", "/oauth/jwks"}
 _POST = {"/oauth/token", "/oauth/register", "/oauth/revoke", "/oauth/consent"}
+# What a browser page may call from another origin (MCP_CORS_ALLOWED_ORIGINS): not the pages a
+# person is sent to (authorize, callback, consent), whose answers no other origin may read.
+_CORS_POST = {"/oauth/token", "/oauth/register", "/oauth/revoke"}
 
 
 class OAuthProxy:
@@ -151,6 +154,16 @@ class OAuthProxy:
         return await self.verifier.authenticate(authorization)
 
     # -- the endpoints ----------------------------------------------------------------------------
+
+    def cors_methods(self, path: str) -> bytes | None:
+        """The methods a browser-based client may use on ``path`` from an origin of
+        ``MCP_CORS_ALLOWED_ORIGINS`` (the metadata, keys, token, registration and revocation
+        endpoints), or ``None``: no CORS (the sign-in and consent pages)."""
+        if path in _CORS_POST:
+            return b"POST, OPTIONS"
+        if path.startswith(WELL_KNOWN_AS) or path == "/oauth/jwks":
+            return b"GET, HEAD, OPTIONS"
+        return None
 
     def metadata(self, scopes: Iterable[str] = ()) -> dict[str, Any]:
         """The RFC 8414 document."""

@@ -4,6 +4,9 @@
   ``{issuer}/.well-known/openid-configuration``; the user is the verified ID token's ``sub``
   (signature by the provider's JWKS, ``iss``, ``aud`` = our upstream client id, ``nonce``), the
   tenant its ``OAUTH_UPSTREAM_TENANT_CLAIM`` (from the userinfo endpoint when the ID token lacks it).
+- ``google``: ``oidc`` at ``https://accounts.google.com`` (the default issuer), asking for
+  ``access_type=offline`` and ``prompt=consent`` so that every sign-in brings a refresh token
+  (Google gives one only then), and accepting the ID token's legacy issuer ``accounts.google.com``.
 - ``github`` (OAuth 2.0, not OpenID): ``{base}/login/oauth/authorize`` and ``/access_token``,
   the user from ``GET {api}/user`` (its numeric ``id``); ``api.github.com`` for github.com, else
   ``{base}/api/v3`` (GitHub Enterprise Server).
@@ -31,6 +34,10 @@ __all__ = ["Identity", "Upstream", "UpstreamError"]
 
 log = logging.getLogger("mcpcore.auth")
 _ID_TOKEN_ALGS = ["RS256", "ES256", "PS256", "RS384", "ES384", "RS512"]
+GOOGLE = "https://accounts.google.com"
+# What a preset adds to the authorization request, and its default scopes.
+_AUTHORIZE_EXTRA = {"google": {"access_type": "offline", "prompt": "consent"}}
+_DEFAULT_SCOPES = {"github": ("read:user",), "google": ("openid", "email", "profile")}
 
 
 class UpstreamError(Exception):
@@ -56,10 +63,10 @@ class Upstream:
     def __init__(self, *, preset: str = "oidc", issuer_url: str | None, client_id: str | None,
                  client_secret: str | None, scopes: tuple[str, ...] = (), tenant_claim: str = "tid",
                  timeout: float = 10.0, transport: httpx.AsyncBaseTransport | None = None) -> None:
-        if preset not in ("oidc", "github"):
-            raise ConfigurationError(f"OAUTH_UPSTREAM_PRESET must be oidc or github, got {preset!r}")
-        if preset == "github":
-            issuer_url = issuer_url or "https://github.com"
+        if preset not in ("oidc", "google", "github"):
+            raise ConfigurationError(f"OAUTH_UPSTREAM_PRESET must be oidc, google or github, got {preset!r}")
+        if preset != "oidc":
+            issuer_url = issuer_url or (GOOGLE if preset == "google" else "https://github.com")
         if not issuer_url:
             raise ConfigurationError("OAUTH_UPSTREAM_ISSUER_URL is required when MCP_AUTH_MODE=proxy")
         if not client_id or not client_secret:
@@ -69,9 +76,8 @@ class Upstream:
         self.issuer = check_url("OAUTH_UPSTREAM_ISSUER_URL", issuer_url).rstrip("/")
         self.client_id = client_id
         self._secret = client_secret
-        default = ("read:user",) if preset == "github" else ("openid",)
-        self.scopes = scopes or default
-        if preset == "oidc" and "openid" not in self.scopes:
+        self.scopes = scopes or _DEFAULT_SCOPES.get(preset, ("openid",))
+        if preset != "github" and "openid" not in self.scopes:
             self.scopes = ("openid", *self.scopes)
         self.tenant_claim = tenant_claim
         self.timeout = timeout
@@ -130,8 +136,9 @@ class Upstream:
         query = {"response_type": "code", "client_id": self.client_id, "redirect_uri": redirect_uri,
                  "scope": " ".join(self.scopes), "state": state, "code_challenge": challenge,
                  "code_challenge_method": "S256"}
-        if self.preset == "oidc":
+        if self.preset != "github":
             query["nonce"] = nonce
+        query.update(_AUTHORIZE_EXTRA.get(self.preset, {}))
         endpoint = str(meta["authorization_endpoint"])
         return endpoint + ("&" if "?" in endpoint else "?") + urlencode(query)
 
@@ -218,8 +225,9 @@ class Upstream:
             for jwk in keys:
                 try:
                     issuer = str(self.meta.get("issuer", self.issuer))
+                    issuers = [issuer, "accounts.google.com"] if self.preset == "google" else [issuer]
                     claims: dict[str, Any] = jwt.decode(
-                        token, jwt.PyJWK(jwk, algorithm=alg), algorithms=[alg], audience=self.client_id, issuer=issuer,
+                        token, jwt.PyJWK(jwk, algorithm=alg), algorithms=[alg], audience=self.client_id, issuer=issuers,
                         options={"require": ["exp", "iss", "aud", "sub"]}, leeway=30)
                 except jwt.PyJWTError:
                     continue
