@@ -111,8 +111,6 @@ class Inbound:
     transport: str = "http"
     trace_headers: dict[str, str] | None = None
     check_sizes: bool = False  # the transport could not rule out strings past protocol.limits' bounds
-    error_code: int | None = None
-    error_data: dict[str, Any] | None = None
     values: dict[object, Any] | None = None  # ctx.values, created on first use
     asgi_scope: Scope | None = None  # the HTTP request's ASGI scope (ctx.http)
     started: float = 0.0

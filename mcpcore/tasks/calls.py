@@ -21,7 +21,6 @@ from ..definitions.tools import ToolDefinition
 from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.extensions import TASKS, client_extension
 from ..protocol.versions import Era
-from ..server.dispatcher import serves_tools_call
 from ..server.invoke import invoke
 from ..server.results import tool_error_result
 from ..server.rounds import input_required_result, unseal
@@ -92,8 +91,6 @@ async def call_task_tool(svc: TaskService, tool: ToolDefinition, params: dict[st
     svc.executions.launch(st, tool, validated)
     return svc.created(st, req.era)
 
-
-serves_tools_call(call_task_tool)
 
 
 class _Relay:
