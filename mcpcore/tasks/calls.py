@@ -147,12 +147,7 @@ class _Start:
 
 async def _deferred(svc: TaskService, tool: ToolDefinition, arguments: Any, validated: Any, caller: Inbound,
                     ttl: int) -> dict[str, Any]:
-    req = Inbound("tools/call", caller.jsonrpc_id, caller.era, caller.services, auth=caller.auth,
-                  tenant_id=caller.tenant_id, protocol_version=caller.protocol_version,
-                  client_capabilities=caller.client_capabilities, client_info=caller.client_info,
-                  progress_token=caller.progress_token, client_log_level=caller.client_log_level,
-                  input_responses=caller.input_responses, request_state=caller.request_state,
-                  trace_headers=caller.trace_headers, meta=caller.meta, transport=caller.transport)
+    req = caller.for_task()
     req.outbound = _Relay(caller.outbound)
     handle = _Start(svc, tool, arguments, req, ttl)
     req.task = handle
