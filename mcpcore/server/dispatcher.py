@@ -21,7 +21,7 @@ from ..middleware.base import Call, Middleware
 from ..protocol.jsonrpc import error_response, result_response
 from ..protocol.limits import check_params
 from ..protocol.outcome import ErrorAnswer, error_class
-from ..protocol.versions import META_SERVER_INFO, Era
+from ..protocol.versions import ERA_LEGACY, ERA_MODERN, META_SERVER_INFO, Era
 from ..security.sealing import RequestStateSealer
 from . import lifecycle
 from . import prompts as prompt_methods
@@ -233,9 +233,9 @@ class Dispatcher:
             elif method in self._lists:
                 return await self.lists.answer(rid, method, params, req)
             else:
-                handler = self._common.get(method) or (self._legacy if req.era is Era.LEGACY else self._modern)[method]
+                handler = self._common.get(method) or (self._legacy if req.era is ERA_LEGACY else self._modern)[method]
                 result = await handler(self.core, params, req)
-            if req.era is Era.MODERN:
+            if req.era is ERA_MODERN:
                 result = self._modern_result(method, result)
             return result_response(rid, result)
         except McpError as exc:

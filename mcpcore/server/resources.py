@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import Context, Inbound
 from ..definitions.resources import ResourceDefinition, resource_entries
 from ..errors import JsonRpcErrorCode, McpError, resource_not_found, with_recovery
-from ..protocol.versions import Era
+from ..protocol.versions import ERA_MODERN, Era
 from .invoke import Family, invoke, span
 from .visibility import may_see
 
@@ -49,7 +49,7 @@ class ResourceFamily(Family[ResourceDefinition]):
         if value is None:
             raise resource_not_found(target, modern=req.era is Era.MODERN)
         out: dict[str, Any] = {"contents": d.contents(target, value)}
-        if req.era is Era.MODERN and d.cache_hint is not None:
+        if req.era is ERA_MODERN and d.cache_hint is not None:
             out["ttlMs"] = d.cache_hint.ttl_ms
             out["cacheScope"] = d.cache_hint.scope
         return out

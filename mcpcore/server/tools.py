@@ -11,7 +11,7 @@ from ..context import Context, Inbound
 from ..definitions.tools import ToolDefinition
 from ..errors import JsonRpcErrorCode, McpError, quoted
 from ..metrics import count_error
-from ..protocol.versions import Era
+from ..protocol.versions import ERA_MODERN
 from .invoke import Family, invoke
 from .results import tool_error_result, tool_success_result
 from .visibility import may_see
@@ -33,7 +33,7 @@ class ToolFamily(Family[ToolDefinition]):
         return "tool:" + target
 
     def shape(self, d: ToolDefinition, value: Any, ctx: Context | None, req: Inbound, target: str) -> dict[str, Any]:
-        result = tool_success_result(d, value, ctx, req.era is Era.MODERN)
+        result = tool_success_result(d, value, ctx, req.era is ERA_MODERN)
         return result if d.app is None else d.app.shape(result, req.client_capabilities)
 
     def failed(self, d: ToolDefinition, err: McpError, req: Inbound) -> dict[str, Any]:
