@@ -11,7 +11,7 @@ from ..context import Context, Inbound
 from ..definitions.resources import ResourceDefinition, resource_entries
 from ..errors import JsonRpcErrorCode, McpError, resource_not_found, with_recovery
 from ..protocol.versions import ERA_MODERN, Era
-from .invoke import Family, invoke, span
+from .invoke import Family, invoke, pipeline_of, span
 from .visibility import may_see
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def read_resource(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awa
         raise resource_not_found(uri, modern=req.era is Era.MODERN)
     res, variables = found
     pipe = res.pipeline
-    return invoke(core, pipe if pipe is not None else RESOURCES.pipeline(res), variables, req, uri)
+    return invoke(core, pipe if pipe is not None else pipeline_of(RESOURCES, res), variables, req, uri)
 
 
 async def subscribe(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
