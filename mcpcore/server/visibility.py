@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..auth.scopes import has_scopes
 from ..context import Context, Inbound
 from ..definitions.common import SeenWithAny, VisibilityRule
+from ..protocol.methods import BY_NAME
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -76,12 +77,14 @@ def named_definition(core: CoreParts, method: str, name: str, req: Inbound) -> A
     """The definition ``method`` calls by ``name`` (a tool, a prompt, the resource or template
     serving a URI) when the caller of ``req`` sees it; else ``None``."""
     r = core.registry
+    m = BY_NAME.get(method)
+    names = m.names if m is not None else None
     d: Any
-    if method == "tools/call":
+    if names == "tool":
         d = r.tools.get(name)
-    elif method == "prompts/get":
+    elif names == "prompt":
         d = r.prompts.get(name)
-    elif method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
+    elif names == "resource":
         found = r.find_resource(name)
         d = found[0] if found is not None else None
     else:
