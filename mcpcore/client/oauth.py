@@ -229,13 +229,12 @@ class OAuth(httpx.Auth):
                        step_up: bool) -> str:
         assert self.server is not None
         prm, meta = await discover(http, self.server, challenge)
-        scopes = self.scopes
-        if scopes is None:
-            asked = challenge.get("scope")
-            scopes = asked.split() if asked else [s for s in prm.get("scopes_supported") or [] if isinstance(s, str)]
-            if step_up:
-                granted = str((record.get("tokens") or {}).get("scope") or "").split()
-                scopes = list(dict.fromkeys([*granted, *scopes]))
+        asked = (challenge.get("scope") or "").split() or \
+            [s for s in prm.get("scopes_supported") or [] if isinstance(s, str)]
+        scopes = self.scopes if self.scopes is not None else asked
+        if step_up:  # what was granted, and what the challenge (else the resource) names
+            granted = str((record.get("tokens") or {}).get("scope") or "").split()
+            scopes = list(dict.fromkeys([*granted, *scopes, *asked]))
         redirect_uri = await self._redirect_uri()
         client = await choose_client(http, meta, record.get("client"), redirect_uri, scopes, client_id=self.client_id,
                                     client_secret=self.client_secret, client_metadata_url=self.client_metadata_url,

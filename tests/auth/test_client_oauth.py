@@ -291,3 +291,17 @@ async def test_the_token_file_is_for_its_owner_only(tmp_path: Path, monkeypatch:
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
     assert await store.servers() == ["https://b.example/mcp"]
     assert [p.name for p in store.path.parent.iterdir()] == ["oauth.json"]  # no temporary file left
+
+
+@pytest.mark.anyio
+async def test_step_up_on_insufficient_scope(server: str, upstream: UpstreamProvider) -> None:
+    """Asked for too little: the 403's ``insufficient_scope`` signs in again for more."""
+    upstream.set_user("nell", tid="initech")
+    person, store = Person(), MemoryTokenStore()
+    auth = OAuth(on_authorize=person, redirect_uri=REDIRECT, store=store, scopes=["openid"])
+    async with Client(f"{server}/mcp", auth=auth) as client:
+        assert {t["name"] for t in await client.list_tools()} == {"whoami", "provider_profile"}
+        assert len(person.urls) == 1 and person.query()["scope"] == "openid"
+        assert (await whoami(client))["scopes"] == ["tools:read"]
+    assert len(person.urls) == 2 and person.query()["scope"] == "openid tools:read"
+    assert auth.authorizations == 2
