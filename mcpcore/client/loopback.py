@@ -45,6 +45,7 @@ class LoopbackRedirect:
         self.browser = browser if browser is not None else os.environ.get(BROWSER_ENV)
         self.notify = notify or _stderr
         self.port = port
+        self._requested_port = port
         self._server: asyncio.Server | None = None
         self._answer: asyncio.Future[dict[str, str]] | None = None
         self._state = ""
@@ -71,6 +72,7 @@ class LoopbackRedirect:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
             self._server = None
+            self.port = self._requested_port
         for proc in self._procs:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(proc.wait(), 5)
@@ -96,7 +98,13 @@ class LoopbackRedirect:
             self.notify(f"Open this URL in a browser to sign in:\n  {url}")
             return
         if command:
-            proc = await asyncio.create_subprocess_exec(*shlex.split(command), url, stdin=asyncio.subprocess.DEVNULL)
+            try:
+                proc = await asyncio.create_subprocess_exec(*shlex.split(command), url,
+                                                            stdin=asyncio.subprocess.DEVNULL)
+            except (OSError, ValueError) as exc:
+                self.notify(f"Cannot run {BROWSER_ENV}={command!r} ({exc}); open this URL in a browser to sign in:"
+                            f"\n  {url}")
+                return
             self._procs.append(proc)
             self.notify(f"Signing in through {shlex.split(command)[0]}; if nothing opens, visit:\n  {url}")
             return

@@ -18,7 +18,7 @@ import secrets
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import httpx
 
@@ -148,7 +148,11 @@ class OAuth(httpx.Auth):
                     refreshed = await self._refresh(http, record)
                     if refreshed is not None:
                         return refreshed
-                return await self._sign_in(http, challenge, record, step_up)
+                try:
+                    return await self._sign_in(http, challenge, record, step_up)
+                finally:
+                    if isinstance(self.on_authorize, LoopbackRedirect):
+                        await self.on_authorize.close()
 
     def _http(self) -> httpx.AsyncClient:
         mounts = {}
@@ -163,7 +167,7 @@ class OAuth(httpx.Auth):
         headers = {"accept": "application/json"}
         secret, method = client.get("client_secret"), client.get("method", "none")
         if secret and method == "client_secret_basic":
-            raw = f"{client['client_id']}:{secret}".encode()
+            raw = f"{quote(str(client['client_id']), safe='')}:{quote(str(secret), safe='')}".encode()  # RFC 6749 2.3.1
             headers["authorization"] = "Basic " + base64.b64encode(raw).decode("ascii")
         elif secret:
             form["client_secret"] = str(secret)
@@ -286,8 +290,6 @@ class OAuth(httpx.Auth):
                 return await self.on_authorize.authorize(url, state)
             except TimeoutError as exc:
                 raise OAuthError(str(exc)) from None
-            finally:
-                await self.on_authorize.close()
         out = self.on_authorize(url)
         if inspect.isawaitable(out):
             out = await out

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.auth.docserver import DocServer, run_docserver
-from tests.auth.upstream import Browser, UpstreamProvider, run_proxied, run_upstream
+from tests.auth.upstream import Browser, UpstreamProvider, register, run_proxied, run_upstream
 from tests.servers import ROOT, server_log
 
 pytestmark = pytest.mark.slow
@@ -178,6 +178,15 @@ def test_a_client_metadata_document(server: str, upstream: UpstreamProvider, doc
     assert kept(home)[f"{server}/mcp"]["client"]["client_id"] == doc
 
 
+def test_a_configured_client_id(server: str, upstream: UpstreamProvider, home: dict[str, str]) -> None:
+    client_id = register(server, "http://127.0.0.1/callback", client_name="team CLI")["client_id"]
+    upstream.set_user("rae", tid="initech")
+    out = cli("call", f"{server}/mcp", "whoami", "--oauth", "--oauth-client", client_id, env=home)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["structuredContent"]["client"] == client_id
+    assert f"client_id={client_id}&" in browsed(home)[0]
+
+
 def test_mistakes_are_one_line_with_the_fix(server: str, home: dict[str, str]) -> None:
     env = {**home, "MCPCORE_OAUTH_BROWSER": "none"}
     started = time.monotonic()
@@ -185,6 +194,12 @@ def test_mistakes_are_one_line_with_the_fix(server: str, home: dict[str, str]) -
     assert out.returncode == 2 and time.monotonic() - started < 30
     assert out.stderr.splitlines()[-1] == (f"mcpcore list: signing in to {server}/mcp failed: nobody signed in "
                                            "within 1 s: run it again and finish the sign-in in the browser")
+    missing = cli("list", f"{server}/mcp", "--oauth", "--oauth-timeout", "1",
+                  env={**home, "MCPCORE_OAUTH_BROWSER": "/nonexistent/browser"})
+    lines = missing.stderr.splitlines()
+    assert missing.returncode == 2 and lines[0].startswith("Cannot run MCPCORE_OAUTH_BROWSER='/nonexistent/browser' (")
+    assert lines[0].endswith("); open this URL in a browser to sign in:") and lines[1].startswith(f"  {server}/oauth/")
+    assert lines[-1].endswith("failed: nobody signed in within 1 s: run it again and finish the sign-in in the browser")
     for args, line in [
         (("list", "examples.everything:app", "--oauth"), "mcpcore list: --oauth signs in to a URL: an app run in "
          "this process or over stdio has no address a browser comes back to; serve it (`mcpcore run module:app`) "

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+import httpx
 import pytest
 
 from mcpcore.client import Client, FileTokenStore, MemoryTokenStore, OAuth, OAuthError
@@ -144,14 +145,27 @@ async def test_a_client_id_metadata_document(server: str, upstream: UpstreamProv
 
 
 @pytest.mark.anyio
-async def test_a_configured_client(server: str, upstream: UpstreamProvider) -> None:
-    registered = register(server, REDIRECT, client_name="configured desk")
+@pytest.mark.parametrize("method", ["none", "client_secret_basic", "client_secret_post"])
+async def test_a_configured_client(server: str, upstream: UpstreamProvider, method: str) -> None:
+    """A client registered beforehand (here through the server's registration endpoint): public,
+    or confidential with its secret (sent as HTTP Basic, the server offering both)."""
+    registered = register(server, REDIRECT, client_name="configured desk", token_endpoint_auth_method=method)
     upstream.set_user("fay", tid="initech")
-    person = Person()
-    auth = OAuth(on_authorize=person, redirect_uri=REDIRECT, client_id=registered["client_id"])
+    person, store = Person(), MemoryTokenStore()
+    auth = OAuth(on_authorize=person, redirect_uri=REDIRECT, client_id=registered["client_id"],
+                 client_secret=registered.get("client_secret"), store=store)
     async with Client(f"{server}/mcp", auth=auth) as client:
         assert (await whoami(client))["client"] == registered["client_id"]
-    assert person.query()["client_id"] == registered["client_id"]
+        store.records[f"{server}/mcp"]["tokens"]["access_token"] = "refused"
+        assert (await whoami(client))["client"] == registered["client_id"]  # refreshed with the secret too
+    assert person.query()["client_id"] == registered["client_id"] and auth.refreshes == 1
+    if method != "none":
+        wrong = OAuth(on_authorize=Person(), redirect_uri=REDIRECT, client_id=registered["client_id"],
+                      client_secret="not-the-secret")
+        with pytest.raises(OAuthError, match=r"^the authorization server refused the code: invalid_client "
+                                             r"\(client authentication failed\): sign in again$"):
+            async with Client(f"{server}/mcp", auth=wrong):
+                pass
 
 
 @pytest.mark.anyio
@@ -176,10 +190,14 @@ async def test_refresh_when_the_client_sees_expiry_and_when_the_server_refuses(
         assert second["refresh_token"] != first["refresh_token"]  # rotated by the server
         assert token_requests(server, mark) == ["POST /oauth/token"]
 
-        # A token the server refuses (here: damaged) is refreshed and the request retried.
+        # A token the server refuses (here: damaged) is refreshed and the request retried; five
+        # requests refused at once wait for one refresh.
         store.records[key]["tokens"]["access_token"] = second["access_token"][:-4] + "AAAA"
-        assert (await whoami(client))["subject"] == "gus"
+        mark = len(server_log(server))
+        answers = await asyncio.gather(*(whoami(client) for _ in range(5)))
+        assert {a["subject"] for a in answers} == {"gus"}
         assert auth.refreshes == 2 and auth.authorizations == 1 and len(person.urls) == 1
+        assert token_requests(server, mark) == ["POST /oauth/token"]
 
 
 @pytest.mark.anyio
@@ -305,3 +323,47 @@ async def test_step_up_on_insufficient_scope(server: str, upstream: UpstreamProv
         assert (await whoami(client))["scopes"] == ["tools:read"]
     assert len(person.urls) == 2 and person.query()["scope"] == "openid tools:read"
     assert auth.authorizations == 2
+
+
+@pytest.mark.anyio
+async def test_an_app_in_process(upstream: UpstreamProvider) -> None:
+    """``Client(app, auth=OAuth(...))``: the app is its own authorization server, served in this
+    process; the client's discovery, registration and token requests reach it in process, and so
+    does the person's browser (a walk through an ASGI transport for the app's origin, the real
+    network for the provider)."""
+    from mcpcore import McpApp
+    from mcpcore.auth.proxy import OAuthProxy, Upstream
+    from mcpcore.client import StreamingASGITransport
+    from tests.apps.proxied import whoami as whoami_tool
+    from tests.auth.upstream import SIGNING_KEY, UPSTREAM_SCOPES
+
+    public = "http://127.0.0.1:1"  # loopback, never reached over the network: served in process
+    client_id, secret = upstream.register_app(f"{public}/oauth/callback")
+    proxy = OAuthProxy(public_url=public, signing_key=SIGNING_KEY, upstream=Upstream(
+        issuer_url=upstream.issuer, client_id=client_id, client_secret=secret, scopes=tuple(UPSTREAM_SCOPES.split())))
+    app = McpApp("in-process", "1.0.0", tools=[whoami_tool], auth=proxy)
+    upstream.set_user("uma", tid="initech")
+    await app.startup()
+    try:
+        async def person(url: str) -> dict[str, str]:
+            async with httpx.AsyncClient(mounts={public: StreamingASGITransport(app)}, timeout=20) as browser:
+                method, data = "GET", None
+                for _ in range(20):
+                    if url.startswith(REDIRECT):
+                        return {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+                    r = await browser.request(method, url, data=data)
+                    method, data = "GET", None
+                    if r.status_code in (302, 303):
+                        url = str(httpx.URL(url).join(r.headers["location"]))
+                    else:
+                        assert "Allow" in r.text, r.text[:300]
+                        action, fields = Browser.form(r.text)
+                        url, method, data = str(httpx.URL(url).join(action)), "POST", {**fields, "decision": "allow"}
+            raise AssertionError("too many redirects")
+
+        auth = OAuth(on_authorize=person, redirect_uri=REDIRECT)
+        async with Client(app, url=f"{public}/mcp", auth=auth) as client:
+            me = await whoami(client)
+        assert me["subject"] == "uma" and me["client"].startswith("mcp-") and auth.authorizations == 1
+    finally:
+        await app.shutdown()
