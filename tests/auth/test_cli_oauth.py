@@ -44,7 +44,8 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocServer]:
 
 @pytest.fixture(scope="module")
 def server(upstream: UpstreamProvider, docs: DocServer) -> Iterator[str]:
-    with run_proxied(upstream, MCP_AUTH_MODE="none", TEST_CIMD_CA=str(docs.ca), MCP_LOG_LEVEL="info") as base:
+    with run_proxied(upstream, MCP_AUTH_MODE="none", TEST_CIMD_CA=str(docs.ca), MCP_LOG_LEVEL="info",
+                     OAUTH_PROXY_REGISTRATIONS_PER_MINUTE="100") as base:
         yield base
 
 

@@ -49,7 +49,7 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocServer]:
 def server(upstream: UpstreamProvider, docs: DocServer) -> Iterator[str]:
     """tests.apps.proxied as the authorization server (built from code, trusting the docs' CA)."""
     with run_proxied(upstream, MCP_AUTH_MODE="none", TEST_CIMD_CA=str(docs.ca), MCP_LOG_LEVEL="info",
-                     OAUTH_PROXY_ACCESS_TTL_S=str(ACCESS_TTL)) as base:
+                     OAUTH_PROXY_ACCESS_TTL_S=str(ACCESS_TTL), OAUTH_PROXY_REGISTRATIONS_PER_MINUTE="100") as base:
         yield base
 
 
