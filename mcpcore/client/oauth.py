@@ -129,9 +129,7 @@ class OAuth(httpx.Auth):
             expires = tokens.get("expires_at")
             if tokens.get("refresh_token") and isinstance(expires, (int, float)) and expires - _SKEW <= self.clock():
                 async with self._http() as http:
-                    refreshed = await self._refresh(http, record)
-                if refreshed is not None:
-                    return refreshed
+                    return await self._refresh(http, record)  # None: the grant is gone, a 401 signs in
             token = tokens.get("access_token")
             return token if isinstance(token, str) else None
 
@@ -160,17 +158,24 @@ class OAuth(httpx.Auth):
             mounts[origin(self.server)] = self.transport
         return httpx.AsyncClient(mounts=mounts, timeout=self.timeout)
 
-    async def _post_token(self, http: httpx.AsyncClient, record: Mapping[str, Any],
-                          form: dict[str, str]) -> dict[str, Any]:
+    @staticmethod
+    def _client_auth(record: Mapping[str, Any], form: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+        """``(form, headers)`` of a token or revocation request, the client authenticated as it
+        registered: its id alone (public), or its secret in the form or as HTTP Basic."""
         client = record.get("client") or {}
         form = {**form, "client_id": str(client.get("client_id", ""))}
         headers = {"accept": "application/json"}
         secret, method = client.get("client_secret"), client.get("method", "none")
         if secret and method == "client_secret_basic":
-            raw = f"{quote(str(client['client_id']), safe='')}:{quote(str(secret), safe='')}".encode()  # RFC 6749 2.3.1
-            headers["authorization"] = "Basic " + base64.b64encode(raw).decode("ascii")
+            raw = f"{quote(str(client['client_id']), safe='')}:{quote(str(secret), safe='')}"  # RFC 6749 2.3.1
+            headers["authorization"] = "Basic " + base64.b64encode(raw.encode()).decode("ascii")
         elif secret:
             form["client_secret"] = str(secret)
+        return form, headers
+
+    async def _post_token(self, http: httpx.AsyncClient, record: Mapping[str, Any],
+                          form: dict[str, str]) -> dict[str, Any]:
+        form, headers = self._client_auth(record, form)
         try:
             resp = await http.post(str(record["token_endpoint"]), data=form, headers=headers)
         except httpx.HTTPError as exc:
@@ -317,12 +322,12 @@ class OAuth(httpx.Auth):
             tokens, endpoint = record.get("tokens") or {}, record.get("revocation_endpoint")
             token = tokens.get("refresh_token") or tokens.get("access_token")
             if token and isinstance(endpoint, str):
-                form = {"token": str(token), "token_type_hint":
-                        "refresh_token" if tokens.get("refresh_token") else "access_token",
-                        "client_id": str((record.get("client") or {}).get("client_id", ""))}
+                form, headers = self._client_auth(record, {
+                    "token": str(token),
+                    "token_type_hint": "refresh_token" if tokens.get("refresh_token") else "access_token"})
                 try:
                     async with self._http() as http:
-                        revoked = (await http.post(endpoint, data=form)).status_code == 200
+                        revoked = (await http.post(endpoint, data=form, headers=headers)).status_code == 200
                 except httpx.HTTPError:
                     revoked = False
             await self.store.clear(server)

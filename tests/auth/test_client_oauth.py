@@ -159,6 +159,7 @@ async def test_a_configured_client(server: str, upstream: UpstreamProvider, meth
         store.records[f"{server}/mcp"]["tokens"]["access_token"] = "refused"
         assert (await whoami(client))["client"] == registered["client_id"]  # refreshed with the secret too
     assert person.query()["client_id"] == registered["client_id"] and auth.refreshes == 1
+    assert await auth.logout() is True  # the revocation request authenticates the client the same way
     if method != "none":
         wrong = OAuth(on_authorize=Person(), redirect_uri=REDIRECT, client_id=registered["client_id"],
                       client_secret="not-the-secret")
