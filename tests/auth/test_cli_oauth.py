@@ -123,15 +123,23 @@ def test_list_signs_in_then_call_and_inspect_reuse_the_tokens(server: str, upstr
     assert len(browsed(home)) == 4
 
 
+@pytest.mark.parametrize("browser", ["none", "unset"])
 def test_without_a_browser_the_url_is_printed_and_followed(server: str, upstream: UpstreamProvider,
-                                                           home: dict[str, str]) -> None:
+                                                           home: dict[str, str], browser: str) -> None:
+    """``MCPCORE_OAUTH_BROWSER=none``, or unset on a machine where :mod:`webbrowser` finds no
+    browser (no display, no ``BROWSER``, no ``TERM`` for a console one): the URL is printed, and
+    the person (here the test) follows it."""
     upstream.set_user("omar", tid="initech")
     env = {**ENV, **home, "MCPCORE_OAUTH_BROWSER": "none"}
+    if browser == "unset":
+        env = {k: v for k, v in env.items()
+               if k not in ("MCPCORE_OAUTH_BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "BROWSER", "TERM")}
+    first = "Open this URL in a browser to sign in:\n" if browser == "none" else "No browser here, visit:\n"
     proc = subprocess.Popen([sys.executable, "-m", "mcpcore", "call", f"{server}/mcp", "whoami", "--oauth"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     try:
-        assert proc.stderr.readline() == "Open this URL in a browser to sign in:\n"
+        assert proc.stderr.readline() == first
         url = proc.stderr.readline().strip()
         redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
         browser = Browser(redirect)
