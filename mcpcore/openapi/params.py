@@ -162,6 +162,8 @@ def input_plan(op: Operation, resolver: Resolver, doc: Document, conv: Converter
         else:
             binary = kind == "raw" and (schema.get("format") == "binary" or not media_type.startswith("text/"))
             arg = claim("body", "body")
+            if kind == "raw" and not binary and "type" not in schema:
+                schema = {**schema, "type": "string"}  # sent as text, whatever it holds
             properties[arg] = _base64(schema) if binary else schema
             if body_required:
                 required.append(arg)

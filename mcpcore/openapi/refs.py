@@ -131,7 +131,7 @@ class Resolver:
             label = str(path.relative_to(self._folder))
         elif parts.scheme in ("http", "https"):
             if not self.allow_remote:
-                raise SpecError(where, f"remote reference {uri[:200]} is not followed (pass allow_remote=True "
+                raise SpecError(where, f"remote reference {uri[:200]} is not followed (pass allow_remote_refs=True "
                                 "to fetch it at build time)")
             try:
                 raw = (self.fetch or _fetch)(uri)
