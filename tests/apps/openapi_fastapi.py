@@ -62,7 +62,8 @@ class Declared(BaseModel):
 
 def build(settings: Settings | None = None, credentials: CredentialPolicy | None = None,
           ) -> "tuple[FastAPI, McpApp, OpenApiTools]":
-    """The API, the mcpcore app mounted in it, and the tools built from the API's routes."""
+    """The API, the mcpcore app mounted in it, and the tools built from the API's routes (all but
+    ``me``, which is built apart with ``credentials``)."""
     mcp = McpApp("shop", "1.0.0", settings=settings)
     api = FastAPI(title="Shop", lifespan=mcp.lifespan)
     items: dict[int, StoredItem] = {1: StoredItem(id=1, name="lamp", price=12.5, tags=["home"],
@@ -145,7 +146,9 @@ def build(settings: Settings | None = None, credentials: CredentialPolicy | None
         # extra fields, a "required" one left out, an enum value the description never listed
         return JSONResponse({"id": item_id, "status": "archived", "color": "red", "nested": {"deep": [1, 2]}})
 
-    tools = mcp.include_fastapi(api, routes=TOOLS, credentials=credentials or CallerToken(AUDIENCE))
+    tools = mcp.include_fastapi(api, routes=[t for t in TOOLS if t != "me"])
+    # only the guarded route gets the caller's token (credentials=: CallerToken by default)
+    mcp.include_fastapi(api, routes=["me"], credentials=credentials or CallerToken(AUDIENCE))
     api.mount("/mcp", mcp)
     return api, mcp, tools
 
