@@ -46,6 +46,8 @@ def fastapi_tools(api: Any, *, routes: Any = None, owner: Any = None, **options:
     if "client" in options:
         raise ConfigurationError("fastapi_tools calls the app in process; for a remote API use openapi_tools")
     names = {**_names(api), **dict(options.pop("names", None) or {})}
+    if getattr(api, "openapi_schema", None) is not None:
+        api.openapi_schema = None  # FastAPI caches its document: routes declared since count too
     built = openapi_tools(document(), routes=routes, app=api, names=names, **options)
     built.owner = owner
     return built
