@@ -340,3 +340,44 @@ def test_a_broken_operation_is_reported_and_the_rest_built() -> None:
         "path, query, header or cookie"]
     with pytest.raises(ConfigurationError, match="not an OpenAPI 3 document"):
         openapi_tools({"swagger": "2.0", "paths": {}}, client=httpx.AsyncClient(), routes=ALL)
+
+
+async def test_remote_answers_binary_slow_rate_limited_and_unreachable() -> None:
+    """A remote API (client=): a large binary answer is a resource_link to it, a slow one a
+    timeout, a 429 retryable with its Retry-After, an unreachable one a retryable error."""
+    import asyncio
+
+    from starlette.responses import Response
+
+    async def big(request: Request) -> Response:
+        return Response(b"\x00" * 600_000, media_type="application/pdf")
+
+    async def slow(request: Request) -> Response:
+        await asyncio.sleep(5)
+        return Response(b"{}", media_type="application/json")
+
+    async def busy(request: Request) -> Response:
+        return JSONResponse({"message": "slow down"}, status_code=429, headers={"retry-after": "7"})
+
+    api = Starlette(routes=[StarletteRoute("/report.pdf", big), StarletteRoute("/slow", slow),
+                            StarletteRoute("/busy", busy)])
+    op = {"responses": {"200": {"description": "ok"}}}
+    doc = {"openapi": "3.0.3", "info": {"title": "remote", "version": "1"}, "paths": {
+        "/report.pdf": {"get": {"operationId": "report", **op}}, "/slow": {"get": {"operationId": "slow", **op}},
+        "/busy": {"get": {"operationId": "busy", **op}}}}
+    client = httpx.AsyncClient(transport=AppTransport(api), base_url="https://reports.example")
+    tools = openapi_tools(doc, client=client, routes=ALL, timeout=0.5)
+    gone = openapi_tools(doc, client=httpx.AsyncClient(base_url="http://127.0.0.1:9"), routes=["busy"],
+                         prefix="gone_")
+    async with McpTestClient(McpApp("r", tools=[*tools, *gone], settings=Settings.from_env({})), era="modern") as c:
+        report = await c.call_tool("report", {})
+        assert "too large to embed" in report["content"][0]["text"]
+        assert report["content"][1] == {"type": "resource_link", "uri": "https://reports.example/report.pdf",
+                                        "name": "report.pdf", "mimeType": "application/pdf"}
+        slow_call = failure(await c.call_tool("slow", {}))
+        assert slow_call["data"]["reason"] == "api_timeout" and slow_call["code"] == -32004
+        busy_call = failure(await c.call_tool("busy", {}))
+        assert busy_call["data"]["status"] == 429 and busy_call["data"]["retryable"] is True
+        assert busy_call["data"]["retryAfterSeconds"] == 7 and "wait 7 s" in busy_call["data"]["recovery"]["hint"]
+        unreachable = failure(await c.call_tool("gone_busy", {}))
+        assert unreachable["data"]["reason"] == "api_unreachable" and unreachable["data"]["retryable"] is True
