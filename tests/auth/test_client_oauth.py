@@ -202,6 +202,29 @@ async def test_refresh_when_the_client_sees_expiry_and_when_the_server_refuses(
 
 
 @pytest.mark.anyio
+async def test_processes_sharing_a_token_file_refresh_one_at_a_time(server: str, upstream: UpstreamProvider,
+                                                                    tmp_path: Path) -> None:
+    """Two clients, each with its own FileTokenStore on one file (as two commands would be), see
+    the token expire at once: the file's lock lets one refresh, and the other reads what it kept.
+    Without it the second would present the rotated refresh token, and the server, seeing it
+    reused, would end the grant."""
+    upstream.set_user("olga", tid="initech")
+    path, now, key = tmp_path / "oauth.json", [time.time()], f"{server}/mcp"
+    person = Person()
+    first = OAuth(on_authorize=person, redirect_uri=REDIRECT, store=FileTokenStore(path), clock=lambda: now[0])
+    second = OAuth(on_authorize=person, redirect_uri=REDIRECT, store=FileTokenStore(path), clock=lambda: now[0])
+    async with Client(key, auth=first) as one, Client(key, auth=second) as two:
+        assert len(person.urls) == 1  # the second client found the first one's tokens in the file
+        now[0] += ACCESS_TTL
+        mark = len(server_log(server))
+        answers = await asyncio.gather(whoami(one), whoami(two))
+        assert [a["subject"] for a in answers] == ["olga", "olga"]
+        assert token_requests(server, mark) == ["POST /oauth/token"]
+        assert first.refreshes + second.refreshes == 1 and len(person.urls) == 1
+        assert (await whoami(one))["subject"] == "olga"  # the grant lives on
+
+
+@pytest.mark.anyio
 async def test_refresh_after_the_access_token_really_expires(server: str, upstream: UpstreamProvider) -> None:
     """The server's clock, not the client's: the token is sent until the server refuses it."""
     upstream.set_user("hal", tid="initech")
