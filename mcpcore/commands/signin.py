@@ -1,15 +1,27 @@
-"""``mcpcore logout``: forget what ``--oauth`` kept for a server (the sign-in itself is
-:func:`mcpcore.commands.targets.cli_oauth`), revoking it at the authorization server."""
+"""``--oauth`` on the client verbs and ``mcpcore logout``: the sign-in of a person at a terminal
+(the loopback redirect, the browser), the tokens kept in the user's config folder."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ..client import FileTokenStore, OAuth
-from .targets import UsageError
+from ..client import FileTokenStore, LoopbackRedirect, OAuth
+from .errors import UsageError
 
-__all__ = ["logout_command"]
+__all__ = ["cli_oauth", "logout_command"]
+
+
+def cli_oauth(url: str, client: str | None, timeout: float) -> OAuth:
+    """The CLI's :class:`~mcpcore.client.OAuth` for ``url``: a file store
+    (``$XDG_CONFIG_HOME/mcpcore/oauth.json``), the loopback redirect with the browser
+    (``$MCPCORE_OAUTH_BROWSER`` or the system's), and ``client``: a client id, or the https URL
+    of a client metadata document."""
+    if client is not None and client.startswith("http://"):
+        raise UsageError(f"--oauth-client {client!r}: a client metadata document is served over https")
+    metadata = client if client is not None and client.startswith("https://") else None
+    return OAuth(on_authorize=LoopbackRedirect(timeout=timeout), store=FileTokenStore(), server=url,
+                 client_id=None if metadata else client, client_metadata_url=metadata, client_name="mcpcore CLI")
 
 
 async def logout_command(args: argparse.Namespace) -> int:

@@ -15,17 +15,13 @@ from typing import Any
 
 import httpx
 
-from ..client import Client, FileTokenStore, Handler, LoopbackRedirect, OAuth, OAuthError
+from ..client import Client, Handler, OAuthError
 from ..errors import ConfigurationError, McpError
+from .errors import UsageError
 
-__all__ = ["Target", "UsageError", "cli_oauth", "connect", "load_mcp_app", "parse_target"]
+__all__ = ["Target", "UsageError", "connect", "load_mcp_app", "parse_target"]
 
 _MODULE = re.compile(r"^[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?$")
-
-
-class UsageError(Exception):
-    """A mistake on the command line or a server that cannot be reached: printed as one line
-    (with the fix), exit 2."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +120,8 @@ async def connect(target: Target, *, era: str = "auto", token: str | None = None
         app = load_mcp_app(target.module)
         client = Client(app, auth=token, path=getattr(app, "path", "/mcp"), **options)
     else:
+        from .signin import cli_oauth
+
         auth = cli_oauth(target.url, oauth_client, oauth_timeout) if oauth and target.url else token
         client = Client(target.url, auth=auth, **options)
     try:
@@ -145,18 +143,6 @@ async def connect(target: Target, *, era: str = "auto", token: str | None = None
         yield client
     finally:
         await client.close()
-
-
-def cli_oauth(url: str, client: str | None, timeout: float) -> OAuth:
-    """The CLI's :class:`~mcpcore.client.OAuth` for ``url``: a file store
-    (``$XDG_CONFIG_HOME/mcpcore/oauth.json``), the loopback redirect with the browser
-    (``$MCPCORE_OAUTH_BROWSER`` or the system's), and ``client``: a client id, or the https URL
-    of a client metadata document."""
-    if client is not None and client.startswith("http://"):
-        raise UsageError(f"--oauth-client {client!r}: a client metadata document is served over https")
-    metadata = client if client is not None and client.startswith("https://") else None
-    return OAuth(on_authorize=LoopbackRedirect(timeout=timeout), store=FileTokenStore(), server=url,
-                 client_id=None if metadata else client, client_metadata_url=metadata, client_name="mcpcore CLI")
 
 
 def _version() -> str:
