@@ -60,6 +60,7 @@ conformance: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m tests.tools.ensure_system
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
+	$(PY) -m benchmarks.openapi_cost
 
 bench-smoke: $(STAMP)
 	$(PY) -m tests.tools.ensure_system

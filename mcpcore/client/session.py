@@ -27,6 +27,7 @@ from ..protocol.versions import (
 )
 from .asgi import StreamingASGITransport
 from .channels import BearerAuth, HttpChannel, StdioChannel
+from .oauth import OAuth
 from .sse import header_value
 
 __all__ = ["TASKS_EXTENSION", "Handler", "Session"]
@@ -134,6 +135,10 @@ class Session:
             transport: httpx.AsyncBaseTransport = StreamingASGITransport(self.app)
         else:
             transport = httpx.AsyncHTTPTransport()
+        if isinstance(self.auth, OAuth):
+            self.auth.server = self.auth.server or self.url
+            if self.app is not None:
+                self.auth.transport = transport
         http = httpx.AsyncClient(transport=transport, timeout=self.timeout, auth=self.auth)
         self._channel = HttpChannel(http, self._on_message)
 
