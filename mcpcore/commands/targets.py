@@ -17,7 +17,7 @@ import httpx
 
 from ..client import Client, Handler, OAuthError
 from ..errors import ConfigurationError, McpError
-from .usage import UsageError
+from .errors import UsageError
 
 __all__ = ["Target", "UsageError", "connect", "load_mcp_app", "parse_target"]
 

@@ -1,8 +1,6 @@
-"""The one error of the command line's verbs (its own module, so every verb may raise it)."""
+"""``UsageError``: what the command-line verbs print as one line and exit 2 on."""
 
 from __future__ import annotations
-
-__all__ = ["UsageError"]
 
 
 class UsageError(Exception):
