@@ -120,6 +120,8 @@ class Mount:
         self.ns = ns
         self.where = f"mount {ns.namespace!r} (app {child.server_info.get('name')!r})"
         self.copies: dict[str, dict[Definition, Definition]] = {k: {} for k in KINDS}
+        self.held: dict[str, list[str]] | None = None
+        """While set, the parent's names that changed are collected here, not announced one by one."""
 
     def child_definitions(self, kind: str) -> list[Definition]:
         r = self.child.registry
@@ -195,6 +197,7 @@ class Composition:
         self.mounts: list[Mount] = []
         self.owners: dict[tuple[str, str], Mount] = {}
         self.layers: Any = None
+        self.proxies: Any = None
         parent.services.notify = _RenamingNotify(parent.services.notify)
 
     def check_free(self, kind: str, name: str, mount: Mount, child_name: str) -> None:
@@ -210,11 +213,23 @@ class Composition:
             f"{mount.where}: {noun} {name!r} (the child's {child_name!r}) collides with the {noun} {name!r} "
             f"that {other} serves. Fix: mount under another namespace, or rename one of them (name=...).")
 
+    def proxy_readiness(self) -> tuple[dict[str, str], bool]:
+        """Each proxied backend's state for ``/readyz``, and whether one that is required is down."""
+        parts: dict[str, str] = {}
+        failing = False
+        for p in self.proxies.proxies if self.proxies is not None else ():
+            state, fails = p.readiness()
+            parts[f"proxy:{p.mount.ns.namespace}"] = state
+            failing = failing or fails
+        return parts, failing
+
     def on_child_change(self, mount: Mount, kind: str) -> None:
         if kind not in KINDS:
             return
         changed = mount.sync(kind)
-        if changed and self.parent._started:
+        if mount.held is not None:
+            mount.held.setdefault(kind, []).extend(changed)
+        elif changed and self.parent._started:
             self.parent.notifier.publish({"kind": kind, "origin": None, "names": changed})
 
 
@@ -225,13 +240,21 @@ def composition_of(parent: McpApp) -> Composition:
     return comp
 
 
-def mount(parent: McpApp, child: Any, namespace: str, *, separator: str | None = None) -> Mount:
-    """Serve ``child``'s definitions in ``parent`` under ``namespace`` (see :meth:`McpApp.mount`)."""
+def mount(parent: McpApp, child: Any, namespace: str | None = None, *, separator: str | None = None) -> Mount:
+    """Serve ``child``'s definitions (an ``McpApp``, or a :func:`~mcpcore.compose.proxy`) in ``parent``
+    under ``namespace`` (see :meth:`McpApp.mount`)."""
     from ..server.registry import Registry
+    from .proxy import Proxy, ProxyLifecycle
 
     s = parent.settings
     sep = separator if separator is not None else s.mount_separator
+    if namespace is None and isinstance(child, Proxy):
+        namespace = child.namespace
+    if namespace is None:
+        raise ConfigurationError("mount needs a namespace (mount(child, namespace=...))")
     check_namespace(namespace, sep)
+    if isinstance(child, Proxy) and parent._started:
+        raise ConfigurationError("mount a proxy before the parent starts")
     if not isinstance(getattr(child, "registry", None), Registry):
         raise ConfigurationError(f"mount takes an McpApp (or a proxy(...) source), got {child!r}")
     if child is parent:
@@ -254,6 +277,14 @@ def mount(parent: McpApp, child: Any, namespace: str, *, separator: str | None =
             raise
     comp.mounts.append(m)
     child.registry.on_change(lambda kind: comp.on_child_change(m, kind))
+    if isinstance(child, Proxy):
+        child.attach(parent, m)
+        if comp.proxies is None:
+            comp.proxies = ProxyLifecycle()
+            parent.add_middleware(comp.proxies)
+            parent.stores.probes.append(comp.proxy_readiness)
+        comp.proxies.proxies.append(child)
+        return m
     child.notifier.bus = _ChildBus(parent.bus, ns)
     for topic in child.dispatcher.core.listen_topics:
         if type(topic).__name__ != "TaskTopic" and topic not in parent.dispatcher.core.listen_topics:

@@ -1,0 +1,384 @@
+"""``proxy(url)``: a remote MCP server as a source of definitions a parent mounts.
+
+``app.mount(proxy("https://billing.internal/mcp"), namespace="billing")``. The proxy lists the
+backend's tools, prompts, resources and templates with its own credentials, keeps them current
+(the backend's list changes, and a refresh every ``ttlMs`` it gives or ``refresh_s``), and
+hands each call over whole: the caller's ``_meta`` (not the connection's), progress and log
+messages back, the backend's questions to the caller, its errors with their code and data.
+The caller's ``Authorization`` never travels: the backend gets the proxy's ``credentials``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..context import Inbound
+from ..errors import JsonRpcErrorCode, McpError
+from ..logs import LEVELS
+from ..middleware.base import Middleware
+from ..protocol.versions import Era
+from ..server.registry import Registry
+from ..server.results import tool_error_result
+from .backend import BackendUnavailable, HttpBackend, Relay
+from .sessions import MemorySessionTable, RedisSessionTable, SessionTable
+from .wire import Breaker, prompt_from, resource_from, template_from, tool_from
+
+if TYPE_CHECKING:
+    from ..app import McpApp
+    from ..config import Settings
+    from .mount import Mount
+
+__all__ = ["Proxy", "ProxyLifecycle", "proxy"]
+
+log = logging.getLogger("mcpcore.compose")
+
+Credentials = Mapping[str, str] | Callable[[Inbound | None], Awaitable[Mapping[str, str]]] | None
+_LISTS = (("tools", "tools/list", "tools"), ("prompts", "prompts/list", "prompts"),
+          ("resources", "resources/list", "resources"), ("templates", "resources/templates/list", "resourceTemplates"))
+_DROP_LEGACY = ("resultType", "ttlMs", "cacheScope")
+
+
+def proxy(target: str, *, namespace: str | None = None, credentials: Credentials = None, era: str = "auto",
+          required: bool = False, timeout: float = 60.0, refresh_s: float = 300.0, failures: int = 5,
+          cooldown_s: float = 5.0, transport: Any = None) -> Proxy:
+    """A remote MCP server (``http(s)://.../mcp``) to mount: ``app.mount(proxy(url), namespace="x")``.
+
+    Args:
+        namespace: the namespace ``app.mount`` uses when it is given none.
+        credentials: what the backend gets: ``None`` (nothing), ``{"Authorization": "Bearer ..."}``
+            (static headers), or ``async def headers(req) -> dict`` (per caller, such as a token from
+            token exchange; ``req`` is ``None`` for the proxy's own requests). Never the caller's token.
+        era: ``"auto"`` (``server/discover``, else the 2025 handshake), ``"modern"`` or ``"legacy"``.
+        required: ``/readyz`` fails while the backend fails (default: it only reports it).
+        timeout: seconds a backend request may take.
+        refresh_s: how often lists are fetched again when the backend gives no ``ttlMs``.
+        failures, cooldown_s: the circuit breaker: after ``failures`` failures in a row, calls fail fast
+            for ``cooldown_s`` (doubling while the backend stays down).
+        transport: an ``httpx.AsyncBaseTransport`` for the backend (tests reach an app in process).
+    """
+    if not isinstance(target, str) or not target.startswith(("http://", "https://")):
+        raise ValueError(f"proxy() takes an http(s) URL of an MCP endpoint, got {target!r}")
+    return Proxy(target, namespace=namespace, credentials=credentials, era=era, required=required, timeout=timeout,
+                 refresh_s=refresh_s, breaker=Breaker(failures, cooldown_s), transport=transport)
+
+
+class Proxy:
+    """A backend's definitions, kept in :attr:`registry` (the child side of a mount)."""
+
+    def __init__(self, url: str, *, namespace: str | None, credentials: Credentials, era: str, required: bool,
+                 timeout: float, refresh_s: float, breaker: Breaker, transport: Any) -> None:
+        self.url = url
+        self.namespace = namespace
+        self.credentials = credentials
+        self.era = era
+        self.required = required
+        self.timeout = timeout
+        self.refresh_s = refresh_s
+        self.breaker = breaker
+        self.transport = transport
+        self.registry = Registry()
+        self.server_info: dict[str, Any] = {"name": url}
+        self.middleware: list[Middleware] = []
+        self.backend: HttpBackend | None = None
+        self.mount: Mount | None = None
+        self.parent: McpApp | None = None
+        self._listener: asyncio.Task[None] | None = None
+        self._ttl_s: float | None = None
+        self._entries: dict[str, dict[str, dict[str, Any]]] = {}
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def attach(self, parent: McpApp, mount: Mount) -> None:
+        self.parent = parent
+        self.mount = mount
+        self.server_info = {"name": f"proxy {mount.ns.namespace} ({self.url})"}
+
+    async def start(self, settings: Settings) -> None:
+        parent, mount = self.parent, self.mount
+        assert parent is not None and mount is not None
+        ns = mount.ns.namespace
+        table: SessionTable = MemorySessionTable() if parent.redis is None else RedisSessionTable(
+            parent.redis, f"mcpcore:proxy:{ns}:", max(60, settings.session_idle_ms // 1000))
+        self.backend = HttpBackend(self.url, name=f"proxy {ns!r}", table=table, headers=self._headers, era=self.era,
+                                   timeout=self.timeout, transport=self.transport)
+        await self.backend.start()
+        try:
+            await self.refresh()
+        except (BackendUnavailable, McpError) as exc:
+            self.breaker.failure(str(exc))
+            log.warning("proxy %r: the backend %s did not list its definitions (%s); retrying in the background",
+                        ns, self.url, exc)
+        self._listener = asyncio.get_running_loop().create_task(self._follow())
+
+    async def stop(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(BaseException):
+                await self._listener
+            self._listener = None
+        if self.backend is not None:
+            await self.backend.close()
+
+    async def _headers(self, req: Inbound | None) -> Mapping[str, str]:
+        c = self.credentials
+        if c is None:
+            return {}
+        if callable(c):
+            return await c(req)
+        return c
+
+    def readiness(self) -> tuple[str, bool]:
+        """``("ok" | why not, whether that fails the server's readiness)``."""
+        if self.breaker.failures == 0:
+            return "ok", False
+        return f"unavailable ({self.breaker.last_error})", self.required
+
+    # -- lists ------------------------------------------------------------------------------------
+
+    async def refresh(self, kinds: tuple[str, ...] = ("tools", "prompts", "resources", "templates"), *,
+                      announce: bool = False) -> None:
+        """Fetch the backend's lists (with the proxy's own credentials) and bring the registry in line;
+        the parent's clients are told once per list that changed (every list asked for, with ``announce``:
+        the backend said it changed)."""
+        mount = self.mount
+        if mount is not None:
+            mount.held = {}
+        try:
+            await self._refresh(kinds)
+        finally:
+            held = mount.held if mount is not None else None
+            if mount is not None:
+                mount.held = None
+            if held is not None and self.parent is not None and self.parent._started:
+                for kind in {"resources" if k == "templates" else k for k in kinds}:
+                    if held.get(kind) or announce:
+                        self.parent.notifier.publish({"kind": kind, "origin": None, **(
+                            {"names": held[kind]} if held.get(kind) and not announce else {})})
+
+    async def _refresh(self, kinds: tuple[str, ...]) -> None:
+        backend = self._backend()
+        for kind, method, field in _LISTS:
+            if kind not in kinds:
+                continue
+            entries: list[dict[str, Any]] = []
+            cursor: Any = None
+            for _ in range(1000):
+                try:
+                    page = await backend.request(method, {"cursor": cursor} if cursor else {}, None)
+                except McpError as exc:
+                    if exc.code == JsonRpcErrorCode.MethodNotFound:  # the backend serves none of these
+                        break
+                    raise
+                entries += [e for e in page.get(field) or [] if isinstance(e, dict)]
+                ttl = page.get("ttlMs")
+                if isinstance(ttl, int) and ttl > 0:
+                    self._ttl_s = max(ttl / 1000, 1.0)
+                cursor = page.get("nextCursor")
+                if not cursor:
+                    break
+            self._sync(kind, entries)
+        self.breaker.success()
+
+    def _sync(self, kind: str, entries: list[dict[str, Any]]) -> None:
+        r = self.registry
+        key = "uriTemplate" if kind == "templates" else "uri" if kind == "resources" else "name"
+        wanted = {e[key]: e for e in entries if isinstance(e.get(key), str)}
+        current: dict[str, Any] = dict(r.tools) if kind == "tools" else dict(r.prompts) if kind == "prompts" \
+            else dict(r.resources) if kind == "resources" else {t.uri: t for t in r.templates}
+        drop: Callable[[str], bool] = r.remove_tool if kind == "tools" else r.remove_prompt if kind == "prompts" \
+            else r.remove_resource
+        seen = self._entries.setdefault(kind, {})
+        for name in current:
+            if name not in wanted or seen.get(name) != wanted[name]:
+                drop(name)
+                seen.pop(name, None)
+        for name, e in wanted.items():
+            if name not in current or seen.get(name) != e:
+                r.add(self._make(kind, e))
+                seen[name] = e
+
+    def _make(self, kind: str, e: dict[str, Any]) -> Any:
+        if kind == "tools":
+            return tool_from(e, self._forward("tools/call", "name", e["name"], tool=True))
+        if kind == "prompts":
+            return prompt_from(e, self._forward("prompts/get", "name", e["name"]),
+                               _Completions(self, {"type": "ref/prompt", "name": e["name"]}))
+        if kind == "resources":
+            return resource_from(e, self._forward("resources/read", "uri", None))
+        return template_from(e, self._forward("resources/read", "uri", None),
+                             _Completions(self, {"type": "ref/resource", "uri": e["uriTemplate"]}))
+
+    async def _follow(self) -> None:
+        """Keep the lists current: the backend's notification stream, else a refresh every ``ttlMs``
+        (or ``refresh_s``); after a lost stream, lists are fetched again (a change may have been missed)."""
+        backend = self._backend()
+        delay = 1.0
+        fresh = True  # start() has just listed
+        streams = True
+        while True:
+            try:
+                if not fresh:
+                    await self.refresh()
+                fresh = False
+                if not streams:
+                    await asyncio.sleep(self._ttl_s or self.refresh_s)
+                    continue
+                wanted: dict[str, Any] = {"toolsListChanged": True, "promptsListChanged": True,
+                                          "resourcesListChanged": True}
+                if self.registry.resources:
+                    wanted["resourceSubscriptions"] = list(self.registry.resources)
+                async with backend.events(wanted) as messages:
+                    delay = 1.0
+                    async for msg in messages:
+                        await self._notified(msg)
+            except asyncio.CancelledError:
+                raise
+            except McpError as exc:  # the backend has no notification stream: refresh on a timer
+                log.info("proxy %s: no notification stream (%s); lists are refreshed every %.0f s", self.url, exc,
+                         self._ttl_s or self.refresh_s)
+                streams = False
+                fresh = True
+                continue
+            except Exception as exc:
+                if isinstance(exc, BackendUnavailable):
+                    self.breaker.failure(str(exc))
+                log.info("proxy %s: the notification stream ended (%s); again in %.0f s", self.url, exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)
+
+    async def _notified(self, msg: dict[str, Any]) -> None:
+        method = msg.get("method")
+        if method == "notifications/tools/list_changed":
+            await self.refresh(("tools",), announce=True)
+        elif method == "notifications/prompts/list_changed":
+            await self.refresh(("prompts",), announce=True)
+        elif method == "notifications/resources/list_changed":
+            await self.refresh(("resources", "templates"), announce=True)
+        elif method == "notifications/resources/updated":
+            uri = (msg.get("params") or {}).get("uri")
+            if isinstance(uri, str) and self.parent is not None and self.mount is not None:
+                self.parent.notifier.publish({"kind": "resource", "uri": self.mount.ns.uri(uri), "origin": None})
+
+    def _backend(self) -> HttpBackend:
+        if self.backend is None:
+            raise BackendUnavailable(f"proxy {self.url}: not started")
+        return self.backend
+
+    # -- calls ------------------------------------------------------------------------------------
+
+    def _forward(self, method: str, key: str, child: str | None, *, tool: bool = False) -> Any:
+        async def forward(params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+            sent = dict(params)
+            if child is not None:
+                sent[key] = child
+            else:
+                uri = self.mount.ns.child_uri(sent[key]) if self.mount is not None else None
+                sent[key] = uri if uri is not None else sent[key]
+            result = await self.call(method, sent, req, tool=tool)
+            if method == "resources/read" and self.mount is not None:
+                for item in result.get("contents") or []:
+                    if isinstance(item, dict) and isinstance(item.get("uri"), str):
+                        item["uri"] = self.mount.ns.uri(item["uri"])
+            return result
+        return forward
+
+    async def call(self, method: str, params: dict[str, Any], req: Inbound | None, *, tool: bool = False,
+                   ) -> dict[str, Any]:
+        """``method`` on the backend for the caller of ``req``, its result shaped for the caller's era."""
+        wait = self.breaker.retry_after()
+        if self.breaker.is_open and wait > 0:
+            return self._unavailable(f"the backend is unavailable ({self.breaker.last_error})", wait, req, tool)
+        try:
+            result = await self._backend().request(method, params, req, _relay(req))
+            rounds = 0
+            while (result.get("resultType") == "input_required" and req is not None and req.era is Era.LEGACY
+                   and rounds < 10):
+                rounds += 1  # a 2026-07-28 backend asks; a 2025 caller answers over its session
+                answers = {}
+                for k, ask in (result.get("inputRequests") or {}).items():
+                    answers[k] = await req.outbound.request(ask.get("method"), ask.get("params"))
+                again = {**params, "inputResponses": answers}
+                if result.get("requestState") is not None:
+                    again["requestState"] = result["requestState"]
+                result = await self._backend().request(method, again, req, _relay(req))
+        except BackendUnavailable as exc:
+            self.breaker.failure(str(exc))
+            return self._unavailable(str(exc), self.breaker.retry_after() or 1.0, req, tool)
+        self.breaker.success()
+        if req is not None and req.era is Era.LEGACY:
+            for k in _DROP_LEGACY:
+                result.pop(k, None)
+        return result
+
+    def _unavailable(self, why: str, wait: float, req: Inbound | None, tool: bool) -> dict[str, Any]:
+        ms = max(int(wait * 1000), 1000)
+        err = McpError(JsonRpcErrorCode.ServiceUnavailable, f"{self.url} is unavailable: {why}",
+                       {"reason": "backend_unavailable", "retryAfterMs": ms,
+                        "recovery": {"hint": f"The backend is down; try again in {ms // 1000} s."}})
+        if not tool:
+            raise err
+        return tool_error_result(err, (), req.request_id if req is not None else "")
+
+
+class _Completions(dict[str, Any]):
+    """A proxied prompt's or template's completions: every argument is completed by the backend."""
+
+    def __init__(self, owner: Proxy, ref: dict[str, Any]) -> None:
+        super().__init__()
+        self.owner = owner
+        self.ref = ref
+
+    def get(self, argument: str, default: Any = None) -> Any:
+        async def complete(value: str, context: dict[str, Any]) -> list[str]:
+            params = {"ref": self.ref, "argument": {"name": argument, "value": value}}
+            if context:
+                params["context"] = {"arguments": context}
+            found = await self.owner.call("completion/complete", params, None)
+            values = (found.get("completion") or {}).get("values")
+            return [str(v) for v in values] if isinstance(values, list) else []
+        return complete
+
+
+def _relay(req: Inbound | None) -> Relay:
+    async def relay(msg: dict[str, Any]) -> dict[str, Any] | None:
+        method = msg.get("method")
+        if req is None:
+            if "id" in msg:
+                raise McpError(JsonRpcErrorCode.MethodNotFound, "the proxy has no caller to ask")
+            return None
+        if "id" not in msg:
+            if method == "notifications/message":
+                level = LEVELS.get(str((msg.get("params") or {}).get("level")), 0)
+                floor = req.client_log_level
+                if (floor is None and req.era is Era.MODERN) or (floor is not None and level < floor):
+                    return None
+            if method in ("notifications/progress", "notifications/message"):
+                req.outbound.post(msg)
+            return None
+        if req.era is not Era.LEGACY:
+            raise McpError(JsonRpcErrorCode.MissingRequiredClientCapability,
+                           "a 2026-07-28 caller cannot be asked in the middle of a request to a 2025 backend")
+        answer: dict[str, Any] = await req.outbound.request(str(method), msg.get("params") or {})
+        return answer
+    return relay
+
+
+class ProxyLifecycle(Middleware):
+    """Starts and stops a parent's proxies with the parent (it hooks no method)."""
+
+    name = "proxies"
+
+    def __init__(self) -> None:
+        self.proxies: list[Proxy] = []
+
+    async def startup(self, settings: Settings, redis: Any = None) -> None:
+        for p in self.proxies:
+            await p.start(settings)
+
+    async def shutdown(self) -> None:
+        for p in reversed(self.proxies):
+            await p.stop()
