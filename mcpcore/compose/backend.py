@@ -48,7 +48,8 @@ _ANSWERABLE = frozenset({"elicitation", "sampling", "roots"})
 
 Relay = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 """Gets each message the backend sends during a request; answers its requests (a result)."""
-Headers = Callable[["Inbound | None"], Awaitable[Mapping[str, str]]]
+Auth = Callable[["Inbound | None"], Awaitable[httpx.Auth | None]]
+"""The credential of a request made for a caller (``None``: the proxy's own requests)."""
 
 
 class BackendUnavailable(Exception):
@@ -78,13 +79,13 @@ def _ignore(msg: dict[str, Any]) -> Awaitable[dict[str, Any] | None]:
 class HttpBackend:
     """One backend URL: its era, its 2025 sessions, and requests to it."""
 
-    def __init__(self, url: str, *, name: str, table: SessionTable, headers: Headers, era: str = "auto",
+    def __init__(self, url: str, *, name: str, table: SessionTable, auth: Auth, era: str = "auto",
                  timeout: float = 60.0, client_info: Mapping[str, Any] | None = None,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.url = url
         self.name = name
         self.table = table
-        self._headers = headers
+        self._auth = auth
         self.era = era if era in ("modern", "legacy") else None
         self.timeout = timeout
         self.client_info = dict(client_info or {"name": "mcpcore-proxy", "version": "1.0"})
@@ -191,7 +192,8 @@ class HttpBackend:
                            "clientInfo": self.client_info}}
         http = self._client()
         try:
-            resp = await http.post(self.url, content=_json.dumps(body), headers=await self._base(None, req))
+            resp = await http.post(self.url, content=_json.dumps(body), headers=self._base(None),
+                                   auth=await self._auth_of(req))
         except httpx.TransportError as exc:
             raise BackendUnavailable(f"{self.name}: {type(exc).__name__}") from exc
         if resp.status_code >= 500:
@@ -213,9 +215,12 @@ class HttpBackend:
             raise BackendUnavailable(f"{self.name}: the proxy is not started")
         return self.http
 
-    async def _base(self, session: tuple[str, str] | None, req: Inbound | None) -> dict[str, str]:
+    async def _auth_of(self, req: Inbound | None) -> httpx.Auth | httpx.USE_CLIENT_DEFAULT:  # type: ignore[valid-type]
+        found = await self._auth(req)
+        return found if found is not None else httpx.USE_CLIENT_DEFAULT
+
+    def _base(self, session: tuple[str, str] | None) -> dict[str, str]:
         h = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-        h.update(await self._headers(req))
         if session is not None:
             if session[0]:
                 h["mcp-session-id"] = session[0]
@@ -223,17 +228,18 @@ class HttpBackend:
         return h
 
     async def _send(self, msg: dict[str, Any], session: tuple[str, str] | None, req: Inbound | None) -> None:
-        h = await self._base(session, req)
+        h = self._base(session)
         if session is None and self.era == "modern":
             h["mcp-protocol-version"] = MODERN_VERSIONS[0]
-        with contextlib.suppress(httpx.TransportError):
-            await self._client().post(self.url, content=_json.dumps(msg), headers=h)
+        with contextlib.suppress(httpx.TransportError, McpError):
+            await self._client().post(self.url, content=_json.dumps(msg), headers=h, auth=await self._auth_of(req))
 
     async def _post(self, method: str, params: dict[str, Any], session: tuple[str, str] | None,
                     req: Inbound | None, relay: Relay) -> dict[str, Any]:
         rid = next(self._ids)
         body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
-        h = await self._base(session, req)
+        h = self._base(session)
+        auth = await self._auth_of(req)
         if session is None:
             h["mcp-protocol-version"] = MODERN_VERSIONS[0]
             h["mcp-method"] = method
@@ -241,7 +247,8 @@ class HttpBackend:
             if isinstance(named, str):
                 h["mcp-name"] = header_value(named)
         try:
-            async with self._client().stream("POST", self.url, content=_json.dumps(body), headers=h) as resp:
+            async with self._client().stream("POST", self.url, content=_json.dumps(body), headers=h,
+                                             auth=auth) as resp:
                 if resp.status_code == 404 and session is not None and session[0]:
                     raise _SessionLost
                 if resp.status_code >= 500:
@@ -292,7 +299,7 @@ class HttpBackend:
         session = None
         if await self.era_of() == "modern":
             params = self._envelope({"notifications": wanted}, None)
-            h = await self._base(None, None)
+            h = self._base(None)
             h.update({"mcp-protocol-version": MODERN_VERSIONS[0], "mcp-method": "subscriptions/listen"})
             body = {"jsonrpc": "2.0", "id": f"listen-{next(self._ids)}", "method": "subscriptions/listen",
                     "params": params}
@@ -303,12 +310,12 @@ class HttpBackend:
                 with contextlib.suppress(McpError):
                     await self.request("resources/subscribe", {"uri": uri}, None)
             session = await self._session(caller_key(None), None)
-            h = await self._base(session, None)
+            h = self._base(session)
             h["accept"] = "text/event-stream"
             h.pop("content-type", None)
             request = http.build_request("GET", self.url, headers=h, timeout=forever)
         try:
-            resp = await http.send(request, stream=True)
+            resp = await http.send(request, stream=True, auth=await self._auth_of(None))
         except httpx.TransportError as exc:
             raise BackendUnavailable(f"{self.name}: {type(exc).__name__}") from exc
         try:

@@ -13,11 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..context import Inbound
-from ..errors import JsonRpcErrorCode, McpError
+import httpx
+
+from ..context import Context, Inbound
+from ..credentials import CredentialFailed, CredentialPolicy
+from ..errors import ConfigurationError, JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..middleware.base import Middleware
 from ..protocol.versions import Era
@@ -36,7 +39,7 @@ __all__ = ["Proxy", "ProxyLifecycle", "proxy"]
 
 log = logging.getLogger("mcpcore.compose")
 
-Credentials = Mapping[str, str] | Callable[[Inbound | None], Awaitable[Mapping[str, str]]] | None
+Credentials = CredentialPolicy | None
 _LISTS = (("tools", "tools/list", "tools"), ("prompts", "prompts/list", "prompts"),
           ("resources", "resources/list", "resources"), ("templates", "resources/templates/list", "resourceTemplates"))
 _DROP_LEGACY = ("resultType", "ttlMs", "cacheScope")
@@ -49,9 +52,12 @@ def proxy(target: str, *, namespace: str | None = None, credentials: Credentials
 
     Args:
         namespace: the namespace ``app.mount`` uses when it is given none.
-        credentials: what the backend gets: ``None`` (nothing), ``{"Authorization": "Bearer ..."}``
-            (static headers), or ``async def headers(req) -> dict`` (per caller, such as a token from
-            token exchange; ``req`` is ``None`` for the proxy's own requests). Never the caller's token.
+        credentials: what the backend gets, a :mod:`mcpcore.credentials` policy: ``None`` or
+            ``NoCredentials()`` (nothing), ``StaticHeader(...)``, ``DelegatedToken(audience)`` (token
+            exchange per caller) or ``CallerToken(audience)`` (the caller's own token, opt-in, only for a
+            backend of its audience). The caller's ``Authorization`` is never forwarded otherwise. The
+            proxy's own requests (lists, its notification stream) carry a per-caller policy's credential
+            only when it can be had without a caller (``StaticHeader``); else none.
         era: ``"auto"`` (``server/discover``, else the 2025 handshake), ``"modern"`` or ``"legacy"``.
         required: ``/readyz`` fails while the backend fails (default: it only reports it).
         timeout: seconds a backend request may take.
@@ -62,6 +68,9 @@ def proxy(target: str, *, namespace: str | None = None, credentials: Credentials
     """
     if not isinstance(target, str) or not target.startswith(("http://", "https://")):
         raise ValueError(f"proxy() takes an http(s) URL of an MCP endpoint, got {target!r}")
+    if credentials is not None and not isinstance(credentials, CredentialPolicy):
+        raise ConfigurationError(f"proxy(credentials=) takes a policy of mcpcore.credentials (NoCredentials, "
+                                 f"StaticHeader, DelegatedToken, CallerToken), got {credentials!r}")
     return Proxy(target, namespace=namespace, credentials=credentials, era=era, required=required, timeout=timeout,
                  refresh_s=refresh_s, breaker=Breaker(failures, cooldown_s), transport=transport)
 
@@ -103,7 +112,7 @@ class Proxy:
         ns = mount.ns.namespace
         table: SessionTable = MemorySessionTable() if parent.redis is None else RedisSessionTable(
             parent.redis, f"mcpcore:proxy:{ns}:", max(60, settings.session_idle_ms // 1000))
-        self.backend = HttpBackend(self.url, name=f"proxy {ns!r}", table=table, headers=self._headers, era=self.era,
+        self.backend = HttpBackend(self.url, name=f"proxy {ns!r}", table=table, auth=self._auth, era=self.era,
                                    timeout=self.timeout, transport=self.transport)
         await self.backend.start()
         try:
@@ -123,13 +132,16 @@ class Proxy:
         if self.backend is not None:
             await self.backend.close()
 
-    async def _headers(self, req: Inbound | None) -> Mapping[str, str]:
-        c = self.credentials
-        if c is None:
-            return {}
-        if callable(c):
-            return await c(req)
-        return c
+    async def _auth(self, req: Inbound | None) -> httpx.Auth | None:
+        policy = self.credentials
+        if policy is None:
+            return None
+        if req is None:  # the proxy's own request: a credential that needs no caller, or none
+            try:
+                return await policy.auth(None)
+            except CredentialFailed:
+                return None
+        return await policy.auth(Context(req, operation="proxy"))
 
     def readiness(self) -> tuple[str, bool]:
         """``("ok" | why not, whether that fails the server's readiness)``."""
@@ -308,6 +320,10 @@ class Proxy:
         except BackendUnavailable as exc:
             self.breaker.failure(str(exc))
             return self._unavailable(str(exc), self.breaker.retry_after() or 1.0, req, tool)
+        except CredentialFailed as exc:  # refused before any request left
+            if not tool:
+                raise
+            return tool_error_result(exc, (), req.request_id if req is not None else "")
         self.breaker.success()
         if req is not None and req.era is Era.LEGACY:
             for k in _DROP_LEGACY:

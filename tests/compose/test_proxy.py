@@ -15,7 +15,9 @@ import pytest
 
 from mcpcore import McpApp, McpError, Settings
 from mcpcore.compose import proxy
+from mcpcore.credentials import CallerToken, StaticHeader
 from mcpcore.testing import McpTestClient
+from tests.auth.test_http_auth import SECRET, bearer, token
 from tests.servers import free_port, run_server
 
 pytestmark = pytest.mark.anyio
@@ -136,7 +138,7 @@ async def test_the_callers_authorization_never_reaches_the_backend() -> None:
     for era in ERAS:
         seen.clear()
         app = gateway("http://backend.test/mcp", "modern", transport=transport,
-                      credentials={"authorization": "Bearer proxy-own"})
+                      credentials=StaticHeader("Authorization", "proxy-own", prefix="Bearer "))
         async with McpTestClient(app, era=era, headers={"authorization": "Bearer caller-token"}) as c:
             assert (await c.call_tool("ex_who", {}))["content"][0]["text"] == "ok"
         assert ("tools/call", "Bearer proxy-own") in seen
@@ -146,6 +148,20 @@ async def test_the_callers_authorization_never_reaches_the_backend() -> None:
         async with McpTestClient(bare, era=era, headers={"authorization": "Bearer caller-token"}) as c:
             await c.call_tool("ex_who", {})
         assert ("tools/call", None) in seen and all(auth is None for _, auth in seen), seen
+    seen.clear()
+    settings = Settings.from_env({}, auth_mode="jwt", auth_secret_key=SECRET)
+    opted = McpApp("gateway", settings=settings)
+    opted.mount(proxy("http://backend.test/mcp", era="modern", transport=transport,
+                      credentials=CallerToken("https://backend.test")), namespace="ex")
+    mine = token(aud="https://backend.test")
+    async with McpTestClient(opted, era="modern", headers=bearer(mine)) as c:
+        assert (await c.call_tool("ex_who", {}))["content"][0]["text"] == "ok"
+        other = McpTestClient(opted, era="modern", headers=bearer(token(aud="https://elsewhere.test")))
+        async with other:
+            refused = await other.call_tool("ex_who", {})  # a token for another audience never leaves
+            assert refused["isError"]
+    assert ("tools/call", f"Bearer {mine}") in seen
+    assert sum(1 for m, _ in seen if m == "tools/call") == 1
 
 
 async def test_a_backend_down_answers_503_style_opens_the_circuit_and_readyz_reports_it() -> None:
