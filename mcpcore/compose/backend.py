@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import itertools
 import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +97,8 @@ class HttpBackend:
         self._ids = itertools.count(1)
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.listener_key = "listener:" + secrets.token_hex(8)
+        """This instance's own session for its notification stream (a backend allows one GET stream per session)."""
 
     async def start(self) -> None:
         if self.http is None:
@@ -104,6 +107,11 @@ class HttpBackend:
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+        mine = await self.table.get(self.listener_key) if self.era == "legacy" else None
+        if mine is not None and self.http is not None:  # this instance's stream session ends with it
+            with contextlib.suppress(httpx.TransportError, McpError):
+                await self.http.delete(self.url, headers=self._base(mine), auth=await self._auth_of(None))
+            await self.table.forget(self.listener_key, mine)
         if self.http is not None:
             await self.http.aclose()
             self.http = None
@@ -187,9 +195,10 @@ class HttpBackend:
         return await self._session(key, req)
 
     async def _initialize(self, req: Inbound | None) -> tuple[str, str]:
+        info = self.client_info if req is not None else {**self.client_info, "title": "the proxy's own requests"}
         body = {"jsonrpc": "2.0", "id": f"init-{next(self._ids)}", "method": "initialize",
                 "params": {"protocolVersion": LATEST_LEGACY, "capabilities": _capabilities(req),
-                           "clientInfo": self.client_info}}
+                           "clientInfo": info}}
         http = self._client()
         try:
             resp = await http.post(self.url, content=_json.dumps(body), headers=self._base(None),
@@ -305,11 +314,10 @@ class HttpBackend:
                     "params": params}
             request = http.build_request("POST", self.url, content=_json.dumps(body), headers=h, timeout=forever)
         else:
-            session = await self._session(caller_key(None), None)
+            session = await self._session(self.listener_key, None)
             for uri in wanted.get("resourceSubscriptions") or ():
-                with contextlib.suppress(McpError):
-                    await self.request("resources/subscribe", {"uri": uri}, None)
-            session = await self._session(caller_key(None), None)
+                with contextlib.suppress(McpError, _SessionLost):
+                    await self._post("resources/subscribe", {"uri": uri}, session, None, _ignore)
             h = self._base(session)
             h["accept"] = "text/event-stream"
             h.pop("content-type", None)
@@ -320,7 +328,7 @@ class HttpBackend:
             raise BackendUnavailable(f"{self.name}: {type(exc).__name__}") from exc
         try:
             if resp.status_code == 404 and session is not None:
-                await self.table.forget(caller_key(None), session)
+                await self.table.forget(self.listener_key, session)
                 raise RuntimeError(f"{self.name}: the backend forgot the proxy's session; opening another")
             if resp.status_code >= 500:
                 raise BackendUnavailable(f"{self.name}: HTTP {resp.status_code}")
