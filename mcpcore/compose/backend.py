@@ -365,10 +365,19 @@ def _capabilities(req: Inbound | None) -> dict[str, Any]:
 
 
 def _reply_of(status: int, kind: str, text: str, rid: Any) -> dict[str, Any]:
-    try:
-        reply = _json.loads(text) if text else None
-    except ValueError:
-        reply = None
+    reply: Any = None
+    if kind.startswith("text/event-stream"):  # a whole SSE answer, read: the message answering ``rid``
+        for line in text.splitlines():
+            if line.startswith("data:"):
+                with contextlib.suppress(ValueError):
+                    msg = _json.loads(line[5:].strip())
+                    if isinstance(msg, dict) and msg.get("id") == rid:
+                        reply = msg
+    else:
+        try:
+            reply = _json.loads(text) if text else None
+        except ValueError:
+            reply = None
     if isinstance(reply, dict) and ("result" in reply or "error" in reply):
         return reply
     code = JsonRpcErrorCode.Unauthorized if status == 401 else JsonRpcErrorCode.Forbidden if status == 403 \
