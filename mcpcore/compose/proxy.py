@@ -21,12 +21,12 @@ import httpx
 from ..context import Context, Inbound
 from ..credentials import CredentialFailed, CredentialPolicy
 from ..errors import ConfigurationError, JsonRpcErrorCode, McpError
-from ..logs import LEVELS
 from ..middleware.base import Middleware
 from ..protocol.versions import Era
 from ..server.registry import Registry
 from ..server.results import tool_error_result
-from .backend import BackendUnavailable, HttpBackend, Relay
+from .backend import BackendUnavailable, HttpBackend
+from .relay import Completions, backend_error, relay_to
 from .sessions import MemorySessionTable, RedisSessionTable, SessionTable
 from .wire import Breaker, prompt_from, resource_from, template_from, tool_from
 
@@ -218,11 +218,11 @@ class Proxy:
             return tool_from(e, self._forward("tools/call", "name", e["name"], tool=True))
         if kind == "prompts":
             return prompt_from(e, self._forward("prompts/get", "name", e["name"]),
-                               _Completions(self, {"type": "ref/prompt", "name": e["name"]}))
+                               Completions(self, {"type": "ref/prompt", "name": e["name"]}))
         if kind == "resources":
             return resource_from(e, self._forward("resources/read", "uri", None))
         return template_from(e, self._forward("resources/read", "uri", None),
-                             _Completions(self, {"type": "ref/resource", "uri": e["uriTemplate"]}))
+                             Completions(self, {"type": "ref/resource", "uri": e["uriTemplate"]}))
 
     async def _follow(self) -> None:
         """Keep the lists current: the backend's notification stream, else a refresh every ``ttlMs``
@@ -305,7 +305,7 @@ class Proxy:
         if self.breaker.is_open and wait > 0:
             return self._unavailable(f"the backend is unavailable ({self.breaker.last_error})", wait, req, tool)
         try:
-            result = await self._backend().request(method, params, req, _relay(req))
+            result = await self._backend().request(method, params, req, relay_to(req))
             rounds = 0
             while (result.get("resultType") == "input_required" and req is not None and req.era is Era.LEGACY
                    and rounds < 10):
@@ -316,7 +316,7 @@ class Proxy:
                 again = {**params, "inputResponses": answers}
                 if result.get("requestState") is not None:
                     again["requestState"] = result["requestState"]
-                result = await self._backend().request(method, again, req, _relay(req))
+                result = await self._backend().request(method, again, req, relay_to(req))
         except BackendUnavailable as exc:
             self.breaker.failure(str(exc))
             return self._unavailable(str(exc), self.breaker.retry_after() or 1.0, req, tool)
@@ -324,6 +324,8 @@ class Proxy:
             if not tool:
                 raise
             return tool_error_result(exc, (), req.request_id if req is not None else "")
+        except McpError as exc:
+            raise backend_error(exc) from None
         self.breaker.success()
         if req is not None and req.era is Era.LEGACY:
             for k in _DROP_LEGACY:
@@ -338,49 +340,6 @@ class Proxy:
         if not tool:
             raise err
         return tool_error_result(err, (), req.request_id if req is not None else "")
-
-
-class _Completions(dict[str, Any]):
-    """A proxied prompt's or template's completions: every argument is completed by the backend."""
-
-    def __init__(self, owner: Proxy, ref: dict[str, Any]) -> None:
-        super().__init__()
-        self.owner = owner
-        self.ref = ref
-
-    def get(self, argument: str, default: Any = None) -> Any:
-        async def complete(value: str, context: dict[str, Any]) -> list[str]:
-            params = {"ref": self.ref, "argument": {"name": argument, "value": value}}
-            if context:
-                params["context"] = {"arguments": context}
-            found = await self.owner.call("completion/complete", params, None)
-            values = (found.get("completion") or {}).get("values")
-            return [str(v) for v in values] if isinstance(values, list) else []
-        return complete
-
-
-def _relay(req: Inbound | None) -> Relay:
-    async def relay(msg: dict[str, Any]) -> dict[str, Any] | None:
-        method = msg.get("method")
-        if req is None:
-            if "id" in msg:
-                raise McpError(JsonRpcErrorCode.MethodNotFound, "the proxy has no caller to ask")
-            return None
-        if "id" not in msg:
-            if method == "notifications/message":
-                level = LEVELS.get(str((msg.get("params") or {}).get("level")), 0)
-                floor = req.client_log_level
-                if (floor is None and req.era is Era.MODERN) or (floor is not None and level < floor):
-                    return None
-            if method in ("notifications/progress", "notifications/message"):
-                req.outbound.post(msg)
-            return None
-        if req.era is not Era.LEGACY:
-            raise McpError(JsonRpcErrorCode.MissingRequiredClientCapability,
-                           "a 2026-07-28 caller cannot be asked in the middle of a request to a 2025 backend")
-        answer: dict[str, Any] = await req.outbound.request(str(method), msg.get("params") or {})
-        return answer
-    return relay
 
 
 class ProxyLifecycle(Middleware):
