@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import itertools
 import logging
 import secrets
@@ -32,20 +31,21 @@ from ..protocol.versions import (
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
+    Era,
 )
+from .messages import caller_key, capabilities_for, reply_of, result_of
 from .sessions import SessionTable
 
 if TYPE_CHECKING:
     from ..context import Inbound
 
-__all__ = ["CONNECTION_META", "BackendUnavailable", "HttpBackend", "Relay", "caller_key"]
+__all__ = ["CONNECTION_META", "BackendUnavailable", "HttpBackend", "Relay"]
 
 log = logging.getLogger("mcpcore.compose")
 
 CONNECTION_META = frozenset({META_PROTOCOL_VERSION, META_CLIENT_INFO, META_CLIENT_CAPABILITIES, META_LOG_LEVEL})
 """``_meta`` keys that belong to a connection, never copied from the caller's request to the backend."""
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-_ANSWERABLE = frozenset({"elicitation", "sampling", "roots"})
 
 Relay = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 """Gets each message the backend sends during a request; answers its requests (a result)."""
@@ -59,16 +59,6 @@ class BackendUnavailable(Exception):
 
 class _SessionLost(Exception):
     pass
-
-
-def caller_key(req: Inbound | None) -> str:
-    """Who calls, as the key of its backend session: the tenant, client and subject of its token."""
-    auth = req.auth if req is not None else None
-    if auth is None:
-        return "anonymous:" + ((req.tenant_id if req is not None else None) or "")
-    tenant = auth.tenant_id or (req.tenant_id if req is not None else None) or ""
-    raw = f"{tenant}\0{auth.client_id}\0{auth.subject or ''}"
-    return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
 def _ignore(msg: dict[str, Any]) -> Awaitable[dict[str, Any] | None]:
@@ -88,6 +78,8 @@ class HttpBackend:
         self.table = table
         self._auth = auth
         self.era = era if era in ("modern", "legacy") else None
+        self.mirrors = False
+        """The backend serves both eras: each caller's requests go in the caller's own era."""
         self.timeout = timeout
         self.client_info = dict(client_info or {"name": "mcpcore-proxy", "version": "1.0"})
         self._transport = transport
@@ -118,14 +110,20 @@ class HttpBackend:
 
     # -- the era ----------------------------------------------------------------------------------
 
-    async def era_of(self) -> str:
-        """``"modern"`` or ``"legacy"``: asked once with ``server/discover``."""
+    async def era_of(self, req: Inbound | None = None) -> str:
+        """``"modern"`` or ``"legacy"``, found once with ``server/discover``: a backend serving both
+        is spoken to in the caller's era (so its answers are what the caller expects), the proxy's
+        own requests in 2026-07-28."""
         if self.era is None:
             try:
                 found = await self._post("server/discover", self._envelope({}, None), None, None, _ignore)
-                self.era = "modern" if MODERN_VERSIONS[0] in (found.get("supportedVersions") or []) else "legacy"
+                versions = found.get("supportedVersions") or []
+                self.era = "modern" if MODERN_VERSIONS[0] in versions else "legacy"
+                self.mirrors = self.era == "modern" and any(v in LEGACY_VERSIONS for v in versions)
             except McpError:
                 self.era = "legacy"
+        if self.mirrors and req is not None:
+            return "legacy" if req.era is Era.LEGACY else "modern"
         return self.era
 
     def _envelope(self, params: Mapping[str, Any], req: Inbound | None) -> dict[str, Any]:
@@ -133,7 +131,7 @@ class HttpBackend:
         meta = {k: v for k, v in (out.get("_meta") or {}).items() if k not in CONNECTION_META}
         meta[META_PROTOCOL_VERSION] = MODERN_VERSIONS[0]
         meta[META_CLIENT_INFO] = self.client_info
-        meta[META_CLIENT_CAPABILITIES] = _capabilities(req)
+        meta[META_CLIENT_CAPABILITIES] = capabilities_for(req)
         if req is not None:
             meta[META_LOG_LEVEL] = "debug"  # every level: the proxy filters per caller
         out["_meta"] = meta
@@ -144,7 +142,7 @@ class HttpBackend:
     async def request(self, method: str, params: Mapping[str, Any], req: Inbound | None,
                       relay: Relay = _ignore) -> dict[str, Any]:
         """``method`` on the backend for the caller of ``req`` (``None``: the proxy itself)."""
-        if await self.era_of() == "modern":
+        if await self.era_of(req) == "modern":
             return await self._post(method, self._envelope(params, req), None, req, relay)
         sent = dict(params)
         if isinstance(sent.get("_meta"), dict):
@@ -163,7 +161,7 @@ class HttpBackend:
     async def notify(self, method: str, params: Mapping[str, Any], req: Inbound | None) -> None:
         """Send a notification (such as ``notifications/cancelled``) for the caller of ``req``."""
         session = None
-        if await self.era_of() == "legacy":
+        if await self.era_of(req) == "legacy":
             session = await self.table.get(caller_key(req))
         await self._send({"jsonrpc": "2.0", "method": method, "params": dict(params)}, session, req)
 
@@ -197,7 +195,7 @@ class HttpBackend:
     async def _initialize(self, req: Inbound | None) -> tuple[str, str]:
         info = self.client_info if req is not None else {**self.client_info, "title": "the proxy's own requests"}
         body = {"jsonrpc": "2.0", "id": f"init-{next(self._ids)}", "method": "initialize",
-                "params": {"protocolVersion": LATEST_LEGACY, "capabilities": _capabilities(req),
+                "params": {"protocolVersion": LATEST_LEGACY, "capabilities": capabilities_for(req),
                            "clientInfo": info}}
         http = self._client()
         try:
@@ -207,8 +205,8 @@ class HttpBackend:
             raise BackendUnavailable(f"{self.name}: {type(exc).__name__}") from exc
         if resp.status_code >= 500:
             raise BackendUnavailable(f"{self.name}: HTTP {resp.status_code}")
-        reply = _reply_of(resp.status_code, resp.headers.get("content-type", ""), resp.text, body["id"])
-        result = _result(reply)
+        reply = reply_of(resp.status_code, resp.headers.get("content-type", ""), resp.text, body["id"])
+        result = result_of(reply)
         version = result.get("protocolVersion")
         version = version if version in LEGACY_VERSIONS else LATEST_LEGACY
         sid = resp.headers.get("mcp-session-id") or ""
@@ -238,7 +236,7 @@ class HttpBackend:
 
     async def _send(self, msg: dict[str, Any], session: tuple[str, str] | None, req: Inbound | None) -> None:
         h = self._base(session)
-        if session is None and self.era == "modern":
+        if session is None:
             h["mcp-protocol-version"] = MODERN_VERSIONS[0]
         with contextlib.suppress(httpx.TransportError, McpError):
             await self._client().post(self.url, content=_json.dumps(msg), headers=h, auth=await self._auth_of(req))
@@ -266,14 +264,14 @@ class HttpBackend:
                 if kind.startswith("text/event-stream"):
                     reply = await self._read_stream(resp, rid, session, req, relay)
                 else:
-                    reply = _reply_of(resp.status_code, kind, (await resp.aread()).decode("utf-8", "replace"), rid)
+                    reply = reply_of(resp.status_code, kind, (await resp.aread()).decode("utf-8", "replace"), rid)
         except httpx.TransportError as exc:
             raise BackendUnavailable(f"{self.name}: {type(exc).__name__}") from exc
         except asyncio.CancelledError:  # the caller went away: tell the backend, in the background
             self._spawn(self._send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                     "params": {"requestId": rid, "reason": "the caller cancelled"}}, session, req))
             raise
-        return _result(reply)
+        return result_of(reply)
 
     async def _read_stream(self, resp: httpx.Response, rid: int, session: tuple[str, str] | None,
                            req: Inbound | None, relay: Relay) -> dict[str, Any]:
@@ -353,42 +351,3 @@ class HttpBackend:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-
-def _capabilities(req: Inbound | None) -> dict[str, Any]:
-    """What the proxy declares to the backend: the caller's abilities to answer questions (which the
-    proxy relays), never the caller's other capabilities."""
-    if req is None:
-        return {}
-    caps = req.client_capabilities or {}
-    return {k: v for k, v in caps.items() if k in _ANSWERABLE}
-
-
-def _reply_of(status: int, kind: str, text: str, rid: Any) -> dict[str, Any]:
-    reply: Any = None
-    if kind.startswith("text/event-stream"):  # a whole SSE answer, read: the message answering ``rid``
-        for line in text.splitlines():
-            if line.startswith("data:"):
-                with contextlib.suppress(ValueError):
-                    msg = _json.loads(line[5:].strip())
-                    if isinstance(msg, dict) and msg.get("id") == rid:
-                        reply = msg
-    else:
-        try:
-            reply = _json.loads(text) if text else None
-        except ValueError:
-            reply = None
-    if isinstance(reply, dict) and ("result" in reply or "error" in reply):
-        return reply
-    code = JsonRpcErrorCode.Unauthorized if status == 401 else JsonRpcErrorCode.Forbidden if status == 403 \
-        else JsonRpcErrorCode.InternalError
-    raise McpError(code, f"the backend answered HTTP {status} without a JSON-RPC message", {"httpStatus": status})
-
-
-def _result(reply: dict[str, Any]) -> dict[str, Any]:
-    err = reply.get("error")
-    if isinstance(err, dict):
-        raise McpError(err.get("code", JsonRpcErrorCode.InternalError), str(err.get("message") or ""),
-                       err.get("data"))
-    result = reply.get("result")
-    return dict(result) if isinstance(result, dict) else {}

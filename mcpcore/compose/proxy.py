@@ -28,7 +28,7 @@ from ..server.results import tool_error_result
 from .backend import BackendUnavailable, HttpBackend
 from .relay import Completions, backend_error, relay_to
 from .sessions import MemorySessionTable, RedisSessionTable, SessionTable
-from .wire import Breaker, prompt_from, resource_from, template_from, tool_from
+from .wire import Breaker, prompt_from, resource_from, template_from, tool_from, wrap_for_legacy
 
 if TYPE_CHECKING:
     from ..app import McpApp
@@ -330,6 +330,8 @@ class Proxy:
         if req is not None and req.era is Era.LEGACY:
             for k in _DROP_LEGACY:
                 result.pop(k, None)
+            if tool:
+                wrap_for_legacy(result)
         return result
 
     def _unavailable(self, why: str, wait: float, req: Inbound | None, tool: bool) -> dict[str, Any]:

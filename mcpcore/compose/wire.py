@@ -15,7 +15,8 @@ from ..definitions.tools import ToolDefinition
 from ..definitions.uritemplate import UriTemplate
 from ..errors import JsonRpcErrorCode, McpError
 
-__all__ = ["Breaker", "Forward", "prompt_from", "resource_from", "template_from", "tool_from"]
+__all__ = ["Breaker", "Forward", "ProxiedTool", "prompt_from", "resource_from", "template_from", "tool_from",
+           "wrap_for_legacy"]
 
 Forward = Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]]
 
@@ -41,10 +42,35 @@ def _dict(value: Any) -> dict[str, Any] | None:
     return dict(value) if isinstance(value, dict) else None
 
 
+class ProxiedTool(ToolDefinition):
+    """A backend's tool. A 2026-07-28 output schema that is not an object (its results carry any
+    JSON) is listed to 2025 callers wrapped as ``{"result": ...}``, as their results are."""
+
+    __slots__ = ()
+
+    def to_wire(self, modern: bool = False) -> dict[str, Any]:
+        out = ToolDefinition.to_wire(self, modern)
+        schema = out.get("outputSchema")
+        if not modern and isinstance(schema, dict) and schema.get("type") != "object":
+            inner = {k: v for k, v in schema.items() if k != "$defs"}
+            out["outputSchema"] = {"type": "object", "properties": {"result": inner}, "required": ["result"],
+                                   **({"$defs": schema["$defs"]} if "$defs" in schema else {})}
+        return out
+
+
+def wrap_for_legacy(result: dict[str, Any]) -> dict[str, Any]:
+    """A tool result for a 2025 caller: ``structuredContent`` that is not an object wrapped as
+    ``{"result": ...}`` (2025 requires an object; a 2026-07-28 backend may send any JSON)."""
+    sc = result.get("structuredContent")
+    if "structuredContent" in result and not isinstance(sc, dict):
+        result["structuredContent"] = {"result": sc}
+    return result
+
+
 def tool_from(entry: dict[str, Any], forward: Forward) -> ToolDefinition:
     """A tool of the backend's ``tools/list``."""
     schema = _dict(entry.get("inputSchema")) or {"type": "object"}
-    return ToolDefinition(name=entry["name"], description=_str(entry.get("description")) or "", fn=_nothing,
+    return ProxiedTool(name=entry["name"], description=_str(entry.get("description")) or "", fn=_nothing,
                           args=_args(), call=_unused, title=_str(entry.get("title")),
                           annotations=_dict(entry.get("annotations")), meta=_dict(entry.get("_meta")),
                           icons=entry.get("icons") if isinstance(entry.get("icons"), list) else None,
