@@ -59,6 +59,7 @@ conformance: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m tests.tools.ensure_system
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
+	$(PY) -m benchmarks.openapi_cost
 	$(PY) -m benchmarks.proxy_bench $(PROXY_BENCH_ARGS)
 
 bench-proxy: $(STAMP)

@@ -37,10 +37,10 @@ from .transports.http_sse import HttpSseTransport
 from .transports.live import LiveSessions
 from .wiring import Stores, uses_request_input
 
+__all__ = ["McpApp"]
+
 if TYPE_CHECKING:
     from .auth.delegation import Delegation
-
-__all__ = ["McpApp"]
 
 log = logging.getLogger("mcpcore.app")
 
@@ -90,14 +90,10 @@ class McpApp:
         name: str = "mcpcore-server",
         version: str = "0.1.0",
         *,
-        title: str | None = None,
-        description: str | None = None,
-        website_url: str | None = None,
-        icons: list[dict[str, Any]] | None = None,
+        title: str | None = None, description: str | None = None,
+        website_url: str | None = None, icons: list[dict[str, Any]] | None = None,
         instructions: str | None = None,
-        tools: Iterable[Any] = (),
-        resources: Iterable[Any] = (),
-        prompts: Iterable[Any] = (),
+        tools: Iterable[Any] = (), resources: Iterable[Any] = (), prompts: Iterable[Any] = (),
         settings: Settings | None = None,
         session_mode: SessionMode | None = None,
         storage: StorageProvider | None = None,
@@ -110,9 +106,7 @@ class McpApp:
         landing: bool | None = None,
         expose_stateless_session_id: bool | None = None,
         extensions: Mapping[str, Mapping[str, Any]] | None = None,
-        skills: Any = None,
-        delegation: Delegation | None = None,
-        mounts: Mapping[str, Any] | None = None,
+        skills: Any = None, delegation: Delegation | None = None, mounts: Mapping[str, Any] | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env()
         self.expose_stateless_session_id = self.settings.expose_stateless_session_id \
@@ -184,6 +178,12 @@ class McpApp:
         for obj in objs:
             self.registry.add(obj)
         return self
+
+    def include_fastapi(self, api: Any, *, routes: Any = None, **options: Any) -> Any:
+        """A FastAPI app's routes as tools called in process (:func:`mcpcore.openapi.fastapi_tools`)."""
+        from .openapi import fastapi_tools
+        self.include(*(built := fastapi_tools(api, routes=routes, owner=self, **options)))
+        return built
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
         """``@app.tool`` / ``@app.tool(...)``: define and register a tool."""
@@ -297,9 +297,9 @@ class McpApp:
         self.dispatcher.closing.set()
 
     def end_keep_alive(self) -> None:
-        """From now on every response carries ``Connection: close``: once the server stopped listening,
-        clients leave their keep-alive connections after their next answer instead of writing a request
-        into a connection the server is about to close."""
+        """From now on every response carries ``Connection: close``: once the server has stopped listening,
+        clients leave their keep-alive connections after their next answer instead of writing a request into
+        a connection the server is about to close."""
         self._draining = True
 
     async def shutdown(self) -> None:

@@ -15,7 +15,6 @@ from ..server.chain import Layers, Step
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from .mount import Composition, Mount
 
 __all__ = ["ChildLayers"]
 
@@ -35,7 +34,8 @@ class ChildLayers(Middleware):
 
     name = "mounted children's middleware"
 
-    def __init__(self, comp: Composition) -> None:
+    def __init__(self, comp: Any) -> None:
+        """``comp``: the parent's :class:`~mcpcore.compose.mount.Composition`."""
         self.comp = comp
 
     async def startup(self, settings: Settings, redis: Any = None) -> None:
@@ -48,7 +48,7 @@ class ChildLayers(Middleware):
             for layer in reversed(m.child.middleware):
                 await layer.shutdown()
 
-    def _route(self, method: str, params: dict[str, Any]) -> tuple[Mount, dict[str, Any], str, str] | None:
+    def _route(self, method: str, params: dict[str, Any]) -> tuple[Any, dict[str, Any], str, str] | None:
         """The mount serving the call, its params in the child's names, and the key renamed."""
         if method in _NAMED:
             name = params.get("name")
@@ -79,7 +79,7 @@ class ChildLayers(Middleware):
         child = m.ns.child_name(name) if key == "name" else m.ns.child_uri(name)
         return (m, {**params, key: child}, key, name) if child is not None else None
 
-    def _owner(self, kind: str, name: str) -> Mount | None:
+    def _owner(self, kind: str, name: str) -> Any:
         m = self.comp.owners.get((kind, name))
         if m is not None or kind != "resources":
             return m

@@ -25,7 +25,6 @@ from ..errors import ConfigurationError
 from .names import Namespace, check_namespace
 
 if TYPE_CHECKING:
-    from ..app import McpApp
     from ..server.registry import Registry
 
 __all__ = ["Composition", "Mount", "composition_of", "mount"]
@@ -114,7 +113,7 @@ def _renamed_lister(fn: Callable[[dict[str, Any]], Any], ns: Namespace) -> Calla
 class Mount:
     """One child behind one namespace in one parent."""
 
-    def __init__(self, comp: Composition, child: McpApp, ns: Namespace) -> None:
+    def __init__(self, comp: Composition, child: Any, ns: Namespace) -> None:
         self.comp = comp
         self.child = child
         self.ns = ns
@@ -192,7 +191,7 @@ def remove(registry: Registry, d: Definition) -> None:
 class Composition:
     """What a parent app mounts: each mount, and which mount serves each of the parent's names."""
 
-    def __init__(self, parent: McpApp) -> None:
+    def __init__(self, parent: Any) -> None:
         self.parent = parent
         self.mounts: list[Mount] = []
         self.owners: dict[tuple[str, str], Mount] = {}
@@ -233,14 +232,14 @@ class Composition:
             self.parent.notifier.publish({"kind": kind, "origin": None, "names": changed})
 
 
-def composition_of(parent: McpApp) -> Composition:
+def composition_of(parent: Any) -> Composition:
     comp: Composition | None = parent.composition
     if comp is None:
         comp = parent.composition = Composition(parent)
     return comp
 
 
-def mount(parent: McpApp, child: Any, namespace: str | None = None, *, separator: str | None = None) -> Mount:
+def mount(parent: Any, child: Any, namespace: str | None = None, *, separator: str | None = None) -> Mount:
     """Serve ``child``'s definitions (an ``McpApp``, or a :func:`~mcpcore.compose.proxy`) in ``parent``
     under ``namespace`` (see :meth:`McpApp.mount`)."""
     from ..server.registry import Registry

@@ -31,9 +31,7 @@ from .sessions import MemorySessionTable, RedisSessionTable, SessionTable
 from .wire import Breaker, prompt_from, resource_from, template_from, tool_from, wrap_for_legacy
 
 if TYPE_CHECKING:
-    from ..app import McpApp
     from ..config import Settings
-    from .mount import Mount
 
 __all__ = ["Proxy", "ProxyLifecycle", "proxy"]
 
@@ -93,15 +91,17 @@ class Proxy:
         self.server_info: dict[str, Any] = {"name": url}
         self.middleware: list[Middleware] = []
         self.backend: HttpBackend | None = None
-        self.mount: Mount | None = None
-        self.parent: McpApp | None = None
+        self.mount: Any = None
+        """The :class:`~mcpcore.compose.mount.Mount` serving it, once mounted."""
+        self.parent: Any = None
+        """The app that mounts it."""
         self._listener: asyncio.Task[None] | None = None
         self._ttl_s: float | None = None
         self._entries: dict[str, dict[str, dict[str, Any]]] = {}
 
     # -- lifecycle --------------------------------------------------------------------------------
 
-    def attach(self, parent: McpApp, mount: Mount) -> None:
+    def attach(self, parent: Any, mount: Any) -> None:
         self.parent = parent
         self.mount = mount
         self.server_info = {"name": f"proxy {mount.ns.namespace} ({self.url})"}

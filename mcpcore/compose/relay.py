@@ -3,7 +3,7 @@ logs, its questions), its errors, and completions asked of it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..context import Inbound
 from ..errors import JsonRpcErrorCode, McpError
@@ -11,10 +11,14 @@ from ..logs import LEVELS
 from ..protocol.versions import Era
 from .backend import Relay
 
-if TYPE_CHECKING:
-    from .proxy import Proxy
+__all__ = ["Caller", "Completions", "backend_error", "relay_to"]
 
-__all__ = ["Completions", "backend_error", "relay_to"]
+
+class Caller(Protocol):
+    """What completions are asked through (a :class:`~mcpcore.compose.proxy.Proxy`)."""
+
+    async def call(self, method: str, params: dict[str, Any], req: Inbound | None, *, tool: bool = False,
+                   ) -> dict[str, Any]: ...
 
 
 def backend_error(exc: McpError) -> McpError:
@@ -31,7 +35,7 @@ def backend_error(exc: McpError) -> McpError:
 class Completions(dict[str, Any]):
     """A proxied prompt's or template's completions: every argument is completed by the backend."""
 
-    def __init__(self, owner: Proxy, ref: dict[str, Any]) -> None:
+    def __init__(self, owner: Caller, ref: dict[str, Any]) -> None:
         super().__init__()
         self.owner = owner
         self.ref = ref

@@ -78,6 +78,8 @@ class ResourceDefinition:
     """The function itself when it is a coroutine function (called without the thread hop)."""
     forward: Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]] | None = None
     """Served elsewhere (a proxied backend): the request's ``params`` and ``Inbound`` are handed over whole."""
+    pipeline: Any = field(default=None, init=False, repr=False)
+    """How it is invoked (``mcpcore.server.invoke.Pipeline``): built on its first call, kept."""
 
     @property
     def is_template(self) -> bool:

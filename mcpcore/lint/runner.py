@@ -17,6 +17,7 @@ from .definitions import check_annotations, check_prompt, check_resource, check_
 from .dependencies import check_dependencies, check_visibility
 from .enrichment import check_capped_list, check_enrichment
 from .findings import Finding, LintReport
+from .openapi import check_openapi
 from .parity import check_format_parity
 from .schemas import check_portability, check_serializable
 from .signatures import check_fail_contract, check_signature
@@ -96,6 +97,7 @@ def _check_one(subject: Subject, sink: Sink) -> None:
         check_annotations(subject, d, sink)
         check_dependencies(subject, d, sink)
         check_visibility(subject, d, sink)
+        check_openapi(subject, d, sink)
     elif isinstance(d, ResourceDefinition):
         what = "resources/templates/list" if d.is_template else "resources/list"
         check_serializable(subject, d.template_listing() if d.is_template else d.listing(), what, sink)

@@ -52,4 +52,5 @@ def get_prompt(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaita
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown prompt: {quoted(name)}", {"reason": "unknown_prompt"})
     if p.forward is not None:
         return p.forward(params, req)
-    return invoke(core, PROMPTS, p, params.get("arguments"), req, name)
+    pipe = p.pipeline
+    return invoke(core, pipe if pipe is not None else PROMPTS.pipeline(p), params.get("arguments"), req, name)

@@ -90,7 +90,8 @@ def read_resource(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awa
     res, variables = found
     if res.forward is not None:
         return res.forward(params, req)
-    return invoke(core, RESOURCES, res, variables, req, uri)
+    pipe = res.pipeline
+    return invoke(core, pipe if pipe is not None else RESOURCES.pipeline(res), variables, req, uri)
 
 
 async def subscribe(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
