@@ -6,8 +6,9 @@ interleaved round by round, in both eras (the gateway speaks the client's era to
     .venv/bin/python -m benchmarks.proxy_bench --duration 10 --rounds 5 --connections 32
     make bench-proxy                                              # the same, from make (PROXY_BENCH_ARGS)
 
-Prints, per era, the median req/s of each side, their ratio, and the median p50/p99 latencies
-with what the proxy adds. The machine is not isolated (no CPU pinning, unlike ``make bench``):
+Prints, per era, the median req/s of each side, their ratio, the median p50/p99 latencies with
+what the proxy adds, and the CPU the servers spend per call (backend and gateway together; the
+steadiest figure on a shared machine). The machine is not isolated (no CPU pinning, unlike ``make bench``):
 read the ratio, not the absolute figures; the backend, the gateway and wrk share its cores.
 """
 
@@ -43,6 +44,16 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds the process has used (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+PIDS: dict[str, int] = {}
+"""The process serving each URL :func:`_server` yielded."""
+
+
 @contextlib.contextmanager
 def _server(module: str, env: dict[str, str]) -> Iterator[str]:
     port = _port()
@@ -53,6 +64,7 @@ def _server(module: str, env: dict[str, str]) -> Iterator[str]:
                              "--no-access-log", "--log-level", "warning"], env=full, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/mcp"
+    PIDS[url] = proc.pid
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -142,18 +154,24 @@ def measure(era: str, seconds: int, rounds: int, connections: int) -> dict[str, 
             for side, (url, tool, session) in sides.items():
                 script = Path(tmp) / f"{side}.lua"
                 script.write_text(_script(era, tool, session))
-                runs[side].append(_wrk(url, script, seconds, connections))
+                before = cpu_seconds(PIDS[gateway]), cpu_seconds(PIDS[backend])
+                run = _wrk(url, script, seconds, connections)
+                after = cpu_seconds(PIDS[gateway]), cpu_seconds(PIDS[backend])
+                n = max(run["requests"], 1)  # CPU per request: steadier than req/s on a shared machine
+                run["cpu_ms"] = ((after[0] - before[0]) + (after[1] - before[1])) * 1000 / n
+                runs[side].append(run)
         return runs
 
 
 def summary(runs: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
-    med = {side: {k: statistics.median(r[k] for r in rs) for k in ("rps", "p50_us", "p99_us")}
+    med = {side: {k: statistics.median(r[k] for r in rs) for k in ("rps", "p50_us", "p99_us", "cpu_ms")}
            for side, rs in runs.items()}
     d, p = med["direct"], med["proxied"]
     return {"direct_rps": d["rps"], "proxied_rps": p["rps"], "ratio": p["rps"] / d["rps"],
             "direct_p50_ms": d["p50_us"] / 1000, "proxied_p50_ms": p["p50_us"] / 1000,
             "added_p50_ms": (p["p50_us"] - d["p50_us"]) / 1000, "direct_p99_ms": d["p99_us"] / 1000,
             "proxied_p99_ms": p["p99_us"] / 1000, "added_p99_ms": (p["p99_us"] - d["p99_us"]) / 1000,
+            "direct_cpu_ms": d["cpu_ms"], "proxied_cpu_ms": p["cpu_ms"],
             "errors": sum(r["errors"] for rs in runs.values() for r in rs)}
 
 
@@ -167,14 +185,16 @@ def main(argv: list[str] | None = None) -> int:
     eras = ["modern", "legacy"] if args.era == "both" else [args.era]
     print(f"proxied vs direct tools/call: {args.rounds} x {args.duration} s per side, {args.connections} "
           "connections, medians")
-    print("| era | direct req/s | proxied req/s | ratio | direct p50/p99 ms | proxied p50/p99 ms | added p50/p99 ms |")
-    print("|---|---|---|---|---|---|---|")
+    print("| era | direct req/s | proxied req/s | ratio | direct p50/p99 ms | proxied p50/p99 ms | added p50/p99 ms "
+          "| server CPU ms/call direct, proxied |")
+    print("|---|---|---|---|---|---|---|---|")
     for era in eras:
         s = summary(measure(era, args.duration, args.rounds, args.connections))
         label = "2026-07-28" if era == "modern" else "2025 session"
         print(f"| {label} | {s['direct_rps']:.0f} | {s['proxied_rps']:.0f} | {s['ratio']:.2f}x | "
               f"{s['direct_p50_ms']:.2f} / {s['direct_p99_ms']:.2f} | {s['proxied_p50_ms']:.2f} / "
-              f"{s['proxied_p99_ms']:.2f} | {s['added_p50_ms']:+.2f} / {s['added_p99_ms']:+.2f} |"
+              f"{s['proxied_p99_ms']:.2f} | {s['added_p50_ms']:+.2f} / {s['added_p99_ms']:+.2f} | "
+              f"{s['direct_cpu_ms']:.2f}, {s['proxied_cpu_ms']:.2f} |"
               + (f" ({s['errors']:.0f} errors)" if s["errors"] else ""), flush=True)
     return 0
 

@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import logging
 import secrets
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +95,10 @@ class HttpBackend:
 
     async def start(self) -> None:
         if self.http is None:
-            self.http = httpx.AsyncClient(transport=self._transport, timeout=httpx.Timeout(self.timeout, connect=5.0))
+            transport = self._transport or httpx.AsyncHTTPTransport(  # no Nagle delay between head and body
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                limits=httpx.Limits(max_connections=256, max_keepalive_connections=256))
+            self.http = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(self.timeout, connect=5.0))
 
     async def close(self) -> None:
         for task in list(self._tasks):

@@ -72,14 +72,7 @@ def test_typescript(gateway_url: str, sdk: str, era: str) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 async def test_python(gateway_url: str, era: str) -> None:
-    import tests.test_client_matrix as matrix
-
-    saved = matrix.CASES
-    matrix.CASES = GATEWAY_CASES  # _python_steps walks the module's cases
-    try:
-        steps = await _python_steps(gateway_url, era)
-    finally:
-        matrix.CASES = saved
+    steps = await _python_steps(gateway_url, era, GATEWAY_CASES)
     row = {c.name: outcome(c, seen) for c, seen in zip(GATEWAY_CASES, steps, strict=True)}
     assert row == expected(era)
 

@@ -8,6 +8,7 @@ import time
 from typing import Annotated, Any
 
 import pytest
+from pydantic import BaseModel
 
 from mcpcore import Call, CallNext, Context, Depends, McpApp, McpError, Middleware, Settings, resource, tool
 from mcpcore.extensions import APP_MIME_TYPE, APPS, App
@@ -37,6 +38,10 @@ class Seen(Middleware):
         self.seen.append((call.method, ",".join(sorted(t["name"] for t in result["tools"])), True))
         result["tools"] = [t for t in result["tools"] if t["name"] != "internal"]
         return result
+
+
+class Name(BaseModel):
+    name: str
 
 
 def dep_value() -> str:
@@ -77,12 +82,22 @@ def child_app(layer: Seen | None = None) -> McpApp:
         ctx.notify_tool_list_changed(["echo"])
         return "touched"
 
+    @tool
+    async def interview(ctx: Context) -> str:
+        """Reports progress, logs, and asks the caller its name."""
+        await ctx.report_progress(1, 2)
+        ctx.log.info("asking")
+        answer = await ctx.elicit("Your name?", Name)
+        await ctx.report_progress(2, 2)
+        return f"hello {answer.data.name if answer.data else 'nobody'}"
+
     @resource("data://watched", mime_type="text/plain")
     def watched() -> str:
         """Watched."""
         return "w"
 
-    return McpApp("billing", settings=Settings.from_env({}), tools=[echo, internal, refund, report, chart, touch],
+    return McpApp("billing", settings=Settings.from_env({}),
+                  tools=[echo, internal, refund, report, chart, touch, interview],
                   resources=[watched], middleware=[layer] if layer else [])
 
 
@@ -99,7 +114,7 @@ async def test_child_middleware_sees_its_own_names_and_dependencies_resolve(era:
     async with McpTestClient(app, era=era) as c:
         names = {t["name"] for t in await c.list_tools()}
         assert "billing_echo" in names and "billing_internal" not in names  # the child's list hook ran
-        assert ("tools/list", "chart,echo,internal,refund,report,touch", True) in layer.seen  # in its names
+        assert ("tools/list", "chart,echo,internal,interview,refund,report,touch", True) in layer.seen  # in its names
         r = await c.call_tool("billing_echo", {"text": "hi"})
         assert r["content"][0]["text"] == "hi/from-dependency" and r["_meta"]["seen-by"] == "child"
         assert ("tools/call", "echo", True) in layer.seen  # its name, its registry's definition
@@ -174,3 +189,17 @@ async def test_the_childs_notifications_reach_the_parents_clients_renamed(era: s
             assert note["params"]["uri"] == "data://billing/watched"
     finally:
         await app.shutdown()
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_progress_logs_and_questions_of_a_mounted_handler_reach_the_caller(era: str) -> None:
+    app = parent_app(child_app())
+    handlers = {"elicitation/create": lambda p: {"action": "accept", "content": {"name": "Ada"}}}
+    async with McpTestClient(app, era=era, capabilities={"elicitation": {}}, handlers=handlers,
+                             log_level="info") as c:
+        c.answers_input_required = True
+        seen: list[Any] = []
+        r = await c.call_tool("billing_interview", {}, on_progress=lambda p, t, m: seen.append(p))
+        assert r["content"][0]["text"] == "hello Ada", r
+        assert 2 in seen  # the last attempt's progress (2026-07-28 runs the handler again after the answer)
+        assert any(m.get("method") == "notifications/message" for m in c.messages), c.messages

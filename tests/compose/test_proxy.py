@@ -107,6 +107,18 @@ async def test_a_backend_list_change_reaches_a_listening_client(backend: str, er
         assert note["method"] == "notifications/tools/list_changed"
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_backend_resource_update_reaches_a_subscribed_client(backend: str, era: str) -> None:
+    app = gateway(backend, era)
+    async with McpTestClient(app, era=era) as watcher, McpTestClient(app, era=era) as actor, \
+            watcher.listen(resource_subscriptions=["test://ex/watched-resource"]) as sub:
+        await asyncio.sleep(0.3)  # the proxy's own stream on the backend is open
+        await actor.call_tool("ex_update_watched_resource", {})
+        note = await sub.next(10)
+        assert note["method"] == "notifications/resources/updated"
+        assert note["params"]["uri"] == "test://ex/watched-resource"
+
+
 async def test_the_callers_authorization_never_reaches_the_backend() -> None:
     seen: list[tuple[str, str | None]] = []
 
