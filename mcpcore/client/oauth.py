@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import inspect
 import secrets
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -24,7 +25,7 @@ import httpx
 
 from .discovery import OAuthError, choose_client, discover, origin, parse_challenge, pkce
 from .loopback import LoopbackRedirect
-from .tokens import MemoryTokenStore, TokenStore
+from .tokens import MemoryTokenStore, TokenStore, TokenStoreLocked
 
 __all__ = ["OAuth", "OAuthError", "parse_challenge"]
 
@@ -120,32 +121,57 @@ class OAuth(httpx.Auth):
             self._lock = asyncio.Lock()
         return self._lock
 
+    @contextlib.asynccontextmanager
+    async def _shared(self) -> AsyncIterator[None]:
+        """The store's lock between processes, around a refresh (when the store has one)."""
+        lock = getattr(self.store, "lock", None)
+        if lock is None:
+            yield
+            return
+        try:
+            async with lock(self.server):
+                yield
+        except TokenStoreLocked as exc:
+            raise OAuthError(f"{exc}: is another command stuck signing in? end it, or try again") from None
+
     async def _access_token(self) -> str | None:
         """The stored access token, refreshed first when it has expired."""
         assert self.server is not None
+
+        def expired(tokens: Mapping[str, Any]) -> bool:
+            at = tokens.get("expires_at")
+            return bool(tokens.get("refresh_token")) and isinstance(at, (int, float)) and at - _SKEW <= self.clock()
+
         async with self._guard():
             record = await self.store.load(self.server) or {}
             tokens = record.get("tokens") or {}
-            expires = tokens.get("expires_at")
-            if tokens.get("refresh_token") and isinstance(expires, (int, float)) and expires - _SKEW <= self.clock():
-                async with self._http() as http:
-                    return await self._refresh(http, record)  # None: the grant is gone, a 401 signs in
+            if expired(tokens):
+                async with self._shared():
+                    record = await self.store.load(self.server) or {}  # another process may have refreshed
+                    tokens = record.get("tokens") or {}
+                    if expired(tokens):
+                        async with self._http() as http:
+                            return await self._refresh(http, record)  # None: the grant is gone, a 401 signs in
             token = tokens.get("access_token")
             return token if isinstance(token, str) else None
 
     async def _recover(self, challenge: Mapping[str, str], used: str | None, step_up: bool) -> str:
-        """A token for the retry: one another request just got, a refreshed one, or a sign-in."""
+        """A token for the retry: one another request (or process) just got, a refreshed one, or
+        a sign-in."""
         assert self.server is not None
         async with self._guard():
-            record = await self.store.load(self.server) or {}
-            current = (record.get("tokens") or {}).get("access_token")
-            if current and current != used and not step_up:
-                return str(current)
-            async with self._http() as http:
+            async with self._shared():
+                record = await self.store.load(self.server) or {}
+                current = (record.get("tokens") or {}).get("access_token")
+                if current and current != used and not step_up:
+                    return str(current)
                 if not step_up and (record.get("tokens") or {}).get("refresh_token"):
-                    refreshed = await self._refresh(http, record)
+                    async with self._http() as http:
+                        refreshed = await self._refresh(http, record)
                     if refreshed is not None:
                         return refreshed
+            record = await self.store.load(self.server) or {}
+            async with self._http() as http:
                 try:
                     return await self._sign_in(http, challenge, record, step_up)
                 finally:

@@ -11,19 +11,22 @@ import asyncio
 import contextlib
 import os
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .. import _json
 
-__all__ = ["FileTokenStore", "MemoryTokenStore", "TokenStore", "default_token_path"]
+__all__ = ["FileTokenStore", "MemoryTokenStore", "TokenStore", "TokenStoreLocked", "default_token_path"]
 
 
 @runtime_checkable
 class TokenStore(Protocol):
     """What an OAuth client stores per server URL: a JSON-serialisable record (``tokens``,
-    ``client``, ``issuer``, ``revocation_endpoint``)."""
+    ``client``, ``issuer``, ``token_endpoint``, ``revocation_endpoint``). A store shared between
+    processes may also offer ``lock(server)``, an async context manager held around a refresh
+    (:meth:`FileTokenStore.lock`)."""
 
     async def load(self, server: str) -> dict[str, Any] | None:
         """The record of ``server``, or ``None``."""
@@ -36,6 +39,10 @@ class TokenStore(Protocol):
     async def clear(self, server: str) -> bool:
         """Forget ``server``; whether there was anything to forget."""
         ...
+
+
+class TokenStoreLocked(Exception):
+    """Another process held the token file's lock too long."""
 
 
 class MemoryTokenStore:
@@ -121,6 +128,33 @@ class FileTokenStore:
                 return False
             await asyncio.to_thread(self._write, data)
             return True
+
+    @contextlib.asynccontextmanager
+    async def lock(self, server: str, *, seconds: float = 30.0) -> AsyncIterator[None]:
+        """Hold the file's lock (``oauth.json.lock``, ``flock``) while a token is refreshed, so
+        that processes sharing the file refresh one at a time and each reads what the one before
+        it kept (where ``fcntl`` is missing, Windows, no lock is taken)."""
+        try:
+            import fcntl
+        except ImportError:
+            yield
+            return
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + seconds
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise TokenStoreLocked(f"another process has held {self.path}.lock for {seconds:g} s") \
+                            from None
+                    await asyncio.sleep(0.05)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     async def servers(self) -> list[str]:
         """The servers with a record."""

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from ..client import FileTokenStore, LoopbackRedirect, OAuth
-from .targets import UsageError
+from .errors import UsageError
 
 __all__ = ["cli_oauth", "logout_command"]
 

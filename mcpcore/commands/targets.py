@@ -17,15 +17,11 @@ import httpx
 
 from ..client import Client, Handler, OAuthError
 from ..errors import ConfigurationError, McpError
+from .errors import UsageError
 
 __all__ = ["Target", "UsageError", "connect", "load_mcp_app", "parse_target"]
 
 _MODULE = re.compile(r"^[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?$")
-
-
-class UsageError(Exception):
-    """A mistake on the command line or a server that cannot be reached: printed as one line
-    (with the fix), exit 2."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,6 +121,10 @@ def test_list_signs_in_then_call_and_inspect_reuse_the_tokens(server: str, upstr
     assert again.returncode == 0 and again.stderr.startswith(f"no tokens kept for {url} (in ")
     assert cli("call", url, "whoami", "--oauth", env=home).returncode == 0
     assert len(browsed(home)) == 4
+    every = cli("logout", "--all", env=home)
+    assert every.returncode == 0
+    assert every.stderr == f"signed out of {url}: the authorization server revoked the grant\n"
+    assert kept(home) == {}
 
 
 @pytest.mark.parametrize("browser", ["none", "unset"])

@@ -2,7 +2,8 @@
 oidc-provider: from the first 401 to a called tool in both eras, with dynamic registration, a
 client ID metadata document and a configured client; tokens refreshed when the server's access
 token has expired and when the client's clock says so; a wrong state, a wrong issuer and a
-refusal stopping the flow before any code is exchanged; the token file's permissions. The login
+refusal stopping the flow before any code is exchanged; step-up on insufficient_scope; an app in
+process; two instances sharing Redis; the token file's permissions and lock. The login
 is the provider's, the consent mcpcore's, walked by the scripted browser of tests/auth/upstream.py."""
 
 from __future__ import annotations
@@ -202,6 +203,29 @@ async def test_refresh_when_the_client_sees_expiry_and_when_the_server_refuses(
 
 
 @pytest.mark.anyio
+async def test_processes_sharing_a_token_file_refresh_one_at_a_time(server: str, upstream: UpstreamProvider,
+                                                                    tmp_path: Path) -> None:
+    """Two clients, each with its own FileTokenStore on one file (as two commands would be), see
+    the token expire at once: the file's lock lets one refresh, and the other reads what it kept.
+    Without it the second would present the rotated refresh token, and the server, seeing it
+    reused, would end the grant."""
+    upstream.set_user("olga", tid="initech")
+    path, now, key = tmp_path / "oauth.json", [time.time()], f"{server}/mcp"
+    person = Person()
+    first = OAuth(on_authorize=person, redirect_uri=REDIRECT, store=FileTokenStore(path), clock=lambda: now[0])
+    second = OAuth(on_authorize=person, redirect_uri=REDIRECT, store=FileTokenStore(path), clock=lambda: now[0])
+    async with Client(key, auth=first) as one, Client(key, auth=second) as two:
+        assert len(person.urls) == 1  # the second client found the first one's tokens in the file
+        now[0] += ACCESS_TTL
+        mark = len(server_log(server))
+        answers = await asyncio.gather(whoami(one), whoami(two))
+        assert [a["subject"] for a in answers] == ["olga", "olga"]
+        assert token_requests(server, mark) == ["POST /oauth/token"]
+        assert first.refreshes + second.refreshes == 1 and len(person.urls) == 1
+        assert (await whoami(one))["subject"] == "olga"  # the grant lives on
+
+
+@pytest.mark.anyio
 async def test_refresh_after_the_access_token_really_expires(server: str, upstream: UpstreamProvider) -> None:
     """The server's clock, not the client's: the token is sent until the server refuses it."""
     upstream.set_user("hal", tid="initech")
@@ -368,3 +392,34 @@ async def test_an_app_in_process(upstream: UpstreamProvider) -> None:
         assert me["subject"] == "uma" and me["client"].startswith("mcp-") and auth.authorizations == 1
     finally:
         await app.shutdown()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+async def test_two_instances_sharing_redis(upstream: UpstreamProvider, tmp_path_factory: pytest.TempPathFactory,
+                                           era: str) -> None:
+    """The same flow against two instances sharing a Redis server behind a round-robin proxy
+    (tests/scale/harness.py): every request, the client's and the browser's, goes to the next
+    instance, so the authorization starts on one and its callback lands on the other; a refresh
+    is served by whichever comes next."""
+    from tests.auth.test_proxy_clients import Deployment, spread_over_instances
+    from tests.auth.upstream import proxy_env
+    from tests.scale.harness import cluster, proxy
+    from tests.servers import free_port
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = proxy_env(upstream, base, MCP_LOG_LEVEL="info")
+    with cluster(tmp_path_factory.mktemp("pair"), "tests.apps.proxied:app", n=2, extra_env=env) as pair, \
+            proxy(pair.urls, port=port):
+        deployment = Deployment(base, pair.urls)
+        upstream.set_user(f"pat-{era}", tid="initech")
+        now, store = [time.time()], MemoryTokenStore()
+        auth = OAuth(on_authorize=Person(), redirect_uri=REDIRECT, store=store, clock=lambda: now[0])
+        with spread_over_instances(deployment):
+            async with Client(f"{base}/mcp", era=era, auth=auth) as client:
+                assert (await whoami(client))["subject"] == f"pat-{era}"
+                now[0] += 7200  # past the default hour: refreshed before the next request
+                assert (await client.call_tool("provider_profile", {}))["structuredContent"] == {
+                    "status": 200, "sub": f"pat-{era}"}
+        assert auth.authorizations == 1 and auth.refreshes == 1
