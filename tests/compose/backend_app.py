@@ -5,10 +5,11 @@ which they mark with a ``clientInfo.title``."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from examples.everything import app
-from mcpcore import Call, CallNext, Middleware
+from mcpcore import Call, CallNext, Context, Middleware
 
 INITIALIZES: list[str] = []  # "caller" or "own", one per initialize answered
 
@@ -26,6 +27,26 @@ class CountInitialize(Middleware):
 def backend_initializes() -> dict[str, int]:
     """How many 2025 sessions this process has opened: for callers, and the proxies' own."""
     return {"caller": INITIALIZES.count("caller"), "own": INITIALIZES.count("own")}
+
+
+CANCELLED: list[str] = []
+
+
+@app.tool
+async def wait_for_cancel(ctx: Context) -> str:
+    """Wait up to 10 s for the caller to cancel; a cancellation is noted (``backend_cancellations``)."""
+    try:
+        await asyncio.wait_for(ctx.signal.wait(), 10)
+    except TimeoutError:
+        return "not cancelled"
+    CANCELLED.append(ctx.request_id)
+    return "cancelled"
+
+
+@app.tool
+def backend_cancellations() -> int:
+    """How many calls of wait_for_cancel saw their cancellation."""
+    return len(CANCELLED)
 
 
 app.add_middleware(CountInitialize())

@@ -5,6 +5,7 @@ prompts, completions, list changes, and a backend that goes away."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -105,6 +106,25 @@ async def test_a_backend_list_change_reaches_a_listening_client(backend: str, er
         await actor.call_tool("ex_test_trigger_tool_change", {})
         note = await sub.next(10)
         assert note["method"] == "notifications/tools/list_changed"
+
+
+@pytest.mark.parametrize("backend_era", ERAS)
+async def test_a_cancelled_call_is_cancelled_at_the_backend(backend_era: str) -> None:
+    with run_server("tests.compose.backend_app:app") as url:
+        async with McpTestClient(gateway(url, backend_era), era="legacy") as c:
+            call = asyncio.ensure_future(c.request("tools/call", {"name": "ex_wait_for_cancel", "arguments": {}},
+                                                   request_id="cancel-me"))
+            await asyncio.sleep(0.5)  # the call has reached the backend
+            await c.notify("notifications/cancelled", {"requestId": "cancel-me", "reason": "changed my mind"})
+            await asyncio.sleep(0.2)
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError, McpError):
+                await call
+        async with McpTestClient(url=url, era="modern") as direct:
+            deadline = time.monotonic() + 5
+            while (await direct.call_tool("backend_cancellations"))["structuredContent"] != 1:
+                assert time.monotonic() < deadline, "the backend never saw the cancellation"
+                await asyncio.sleep(0.1)
 
 
 @pytest.mark.parametrize("era", ERAS)
