@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -28,6 +28,7 @@ from ..server.results import tool_error_result
 from .backend import BackendUnavailable, HttpBackend
 from .relay import Completions, backend_error, relay_to
 from .sessions import MemorySessionTable, RedisSessionTable, SessionTable
+from .stdio import StdioBackend
 from .wire import Breaker, prompt_from, resource_from, template_from, tool_from, wrap_for_legacy
 
 if TYPE_CHECKING:
@@ -43,10 +44,12 @@ _LISTS = (("tools", "tools/list", "tools"), ("prompts", "prompts/list", "prompts
 _DROP_LEGACY = ("resultType", "ttlMs", "cacheScope")
 
 
-def proxy(target: str, *, namespace: str | None = None, credentials: Credentials = None, era: str = "auto",
+def proxy(target: str | Sequence[str], *, namespace: str | None = None, credentials: Credentials = None,
+          era: str = "auto",
           required: bool = False, timeout: float = 60.0, refresh_s: float = 300.0, failures: int = 5,
           cooldown_s: float = 5.0, transport: Any = None) -> Proxy:
-    """A remote MCP server (``http(s)://.../mcp``) to mount: ``app.mount(proxy(url), namespace="x")``.
+    """A remote MCP server (``http(s)://.../mcp``), or a command run as a stdio server
+    (``["python", "server.py"]``), to mount: ``app.mount(proxy(url), namespace="x")``.
 
     Args:
         namespace: the namespace ``app.mount`` uses when it is given none.
@@ -64,8 +67,8 @@ def proxy(target: str, *, namespace: str | None = None, credentials: Credentials
             for ``cooldown_s`` (doubling while the backend stays down).
         transport: an ``httpx.AsyncBaseTransport`` for the backend (tests reach an app in process).
     """
-    if not isinstance(target, str) or not target.startswith(("http://", "https://")):
-        raise ValueError(f"proxy() takes an http(s) URL of an MCP endpoint, got {target!r}")
+    if (isinstance(target, str) and not target.startswith(("http://", "https://"))) or not target:
+        raise ValueError(f"proxy() takes an http(s) URL of an MCP endpoint or a command list, got {target!r}")
     if credentials is not None and not isinstance(credentials, CredentialPolicy):
         raise ConfigurationError(f"proxy(credentials=) takes a policy of mcpcore.credentials (NoCredentials, "
                                  f"StaticHeader, DelegatedToken, CallerToken), got {credentials!r}")
@@ -76,9 +79,11 @@ def proxy(target: str, *, namespace: str | None = None, credentials: Credentials
 class Proxy:
     """A backend's definitions, kept in :attr:`registry` (the child side of a mount)."""
 
-    def __init__(self, url: str, *, namespace: str | None, credentials: Credentials, era: str, required: bool,
+    def __init__(self, url: str | Sequence[str], *, namespace: str | None, credentials: Credentials, era: str,
+                 required: bool,
                  timeout: float, refresh_s: float, breaker: Breaker, transport: Any) -> None:
-        self.url = url
+        self.command = list(url) if not isinstance(url, str) else None
+        self.url = url if isinstance(url, str) else " ".join(url)
         self.namespace = namespace
         self.credentials = credentials
         self.era = era
@@ -90,7 +95,7 @@ class Proxy:
         self.registry = Registry()
         self.server_info: dict[str, Any] = {"name": url}
         self.middleware: list[Middleware] = []
-        self.backend: HttpBackend | None = None
+        self.backend: HttpBackend | StdioBackend | None = None
         self.mount: Any = None
         """The :class:`~mcpcore.compose.mount.Mount` serving it, once mounted."""
         self.parent: Any = None
@@ -112,10 +117,13 @@ class Proxy:
         ns = mount.ns.namespace
         table: SessionTable = MemorySessionTable() if parent.redis is None else RedisSessionTable(
             parent.redis, f"mcpcore:proxy:{ns}:", max(60, settings.session_idle_ms // 1000))
-        self.backend = HttpBackend(self.url, name=f"proxy {ns!r}", table=table, auth=self._auth, era=self.era,
-                                   timeout=self.timeout, transport=self.transport)
-        await self.backend.start()
+        if self.command is not None:
+            self.backend = StdioBackend(self.command, name=f"proxy {ns!r}", era=self.era, timeout=self.timeout)
+        else:
+            self.backend = HttpBackend(self.url, name=f"proxy {ns!r}", table=table, auth=self._auth, era=self.era,
+                                       timeout=self.timeout, transport=self.transport)
         try:
+            await self.backend.start()
             await self.refresh()
         except (BackendUnavailable, McpError) as exc:
             self.breaker.failure(str(exc))
@@ -275,7 +283,7 @@ class Proxy:
             if isinstance(uri, str) and self.parent is not None and self.mount is not None:
                 self.parent.notifier.publish({"kind": "resource", "uri": self.mount.ns.uri(uri), "origin": None})
 
-    def _backend(self) -> HttpBackend:
+    def _backend(self) -> HttpBackend | StdioBackend:
         if self.backend is None:
             raise BackendUnavailable(f"proxy {self.url}: not started")
         return self.backend

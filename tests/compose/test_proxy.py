@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -238,3 +239,22 @@ def _fixed_tool() -> Any:
         return "local"
 
     return local
+
+
+STDIO_EXAMPLE = [sys.executable, "-m", "mcpcore", "run", "examples.everything:app", "--transport", "stdio"]
+
+
+@pytest.mark.parametrize("backend_era", ERAS)
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_stdio_command_as_a_backend(era: str, backend_era: str) -> None:
+    app = McpApp("gateway", settings=Settings.from_env({}))
+    app.mount(proxy(STDIO_EXAMPLE, era=backend_era), namespace="ex")
+    async with McpTestClient(app, era=era) as c:
+        assert "ex_search" in {t["name"] for t in await c.list_tools()}
+        r = await c.call_tool("ex_search", {"query": "red"})
+        assert r["structuredContent"]["items"] == ["red widget", "red gadget"]
+        seen: list[float] = []
+        await c.call_tool("ex_test_tool_with_progress", {}, on_progress=lambda p, t, m: seen.append(p))
+        assert seen == [0, 50, 100]
+        failed = await c.call_tool("ex_fetch_items", {"ids": ["9"]})
+        assert failed["isError"] and failed["_meta"]["dev.mcpcore/error"]["data"]["reason"] == "no_match"
