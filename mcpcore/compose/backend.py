@@ -46,7 +46,8 @@ log = logging.getLogger("mcpcore.compose")
 
 CONNECTION_META = frozenset({META_PROTOCOL_VERSION, META_CLIENT_INFO, META_CLIENT_CAPABILITIES, META_LOG_LEVEL})
 """``_meta`` keys that belong to a connection, never copied from the caller's request to the backend."""
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "tasks/get": "taskId",
+          "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 Relay = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 """Gets each message the backend sends during a request; answers its requests (a result)."""
@@ -80,6 +81,8 @@ class HttpBackend:
         self._auth = auth
         self.era = era if era in ("modern", "legacy") else None
         self.mirrors = False
+        self.discovered: dict[str, Any] = {}
+        """The backend's ``server/discover`` answer (empty for a 2025-only backend)."""
         """The backend serves both eras: each caller's requests go in the caller's own era."""
         self.timeout = timeout
         self.client_info = dict(client_info or {"name": "mcpcore-proxy", "version": "1.0"})
@@ -121,6 +124,7 @@ class HttpBackend:
         if self.era is None:
             try:
                 found = await self._post("server/discover", self._envelope({}, None), None, None, _ignore)
+                self.discovered = found
                 versions = found.get("supportedVersions") or []
                 self.era = "modern" if MODERN_VERSIONS[0] in versions else "legacy"
                 self.mirrors = self.era == "modern" and any(v in LEGACY_VERSIONS for v in versions)

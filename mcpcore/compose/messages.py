@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _json
 from ..errors import JsonRpcErrorCode, McpError
+from ..protocol.extensions import TASKS
 
 if TYPE_CHECKING:
     from ..context import Inbound
@@ -34,7 +35,11 @@ def capabilities_for(req: Inbound | None) -> dict[str, Any]:
     if req is None:
         return {}
     caps = req.client_capabilities or {}
-    return {k: v for k, v in caps.items() if k in ANSWERABLE}
+    out = {k: v for k, v in caps.items() if k in ANSWERABLE}
+    tasks = (caps.get("extensions") or {}).get(TASKS) if isinstance(caps.get("extensions"), dict) else None
+    if tasks is not None:  # the caller takes tasks: the backend may answer with one (the proxy routes tasks/*)
+        out["extensions"] = {TASKS: tasks}
+    return out
 
 
 def reply_of(status: int, kind: str, text: str, rid: Any) -> dict[str, Any]:

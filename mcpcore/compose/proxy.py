@@ -21,7 +21,8 @@ import httpx
 from ..context import Context, Inbound
 from ..credentials import CredentialFailed, CredentialPolicy
 from ..errors import ConfigurationError, JsonRpcErrorCode, McpError
-from ..middleware.base import Middleware
+from ..middleware.base import Call, CallNext, Middleware
+from ..protocol.extensions import TASKS
 from ..protocol.versions import Era
 from ..server.registry import Registry
 from ..server.results import tool_error_result
@@ -42,6 +43,7 @@ Credentials = CredentialPolicy | None
 _LISTS = (("tools", "tools/list", "tools"), ("prompts", "prompts/list", "prompts"),
           ("resources", "resources/list", "resources"), ("templates", "resources/templates/list", "resourceTemplates"))
 _DROP_LEGACY = ("resultType", "ttlMs", "cacheScope")
+_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 
 
 def proxy(target: str | Sequence[str], *, namespace: str | None = None, credentials: Credentials = None,
@@ -124,6 +126,8 @@ class Proxy:
                                        timeout=self.timeout, transport=self.transport)
         try:
             await self.backend.start()
+            if TASKS in ((getattr(self.backend, "discovered", {}).get("capabilities") or {}).get("extensions") or {}):
+                parent.dispatcher.declare_extension(TASKS, {})  # its calls may become tasks, polled here
             await self.refresh()
         except (BackendUnavailable, McpError) as exc:
             self.breaker.failure(str(exc))
@@ -150,6 +154,11 @@ class Proxy:
             except CredentialFailed:
                 return None
         return await policy.auth(Context(req, operation="proxy"))
+
+    @property
+    def task_prefix(self) -> str:
+        """What this proxy's tasks' ids start with at the gateway (``proxy:<namespace>:``)."""
+        return f"proxy:{self.mount.ns.namespace}:" if self.mount is not None else "proxy::"
 
     def readiness(self) -> tuple[str, bool]:
         """``("ok" | why not, whether that fails the server's readiness)``."""
@@ -335,6 +344,8 @@ class Proxy:
         except McpError as exc:
             raise backend_error(exc) from None
         self.breaker.success()
+        if isinstance(result.get("taskId"), str) and self.mount is not None:  # a task of the backend's
+            result["taskId"] = self.task_prefix + result["taskId"]
         if req is not None and req.era is Era.LEGACY:
             for k in _DROP_LEGACY:
                 result.pop(k, None)
@@ -353,7 +364,8 @@ class Proxy:
 
 
 class ProxyLifecycle(Middleware):
-    """Starts and stops a parent's proxies with the parent (it hooks no method)."""
+    """Starts and stops a parent's proxies with the parent, and hands ``tasks/*`` of a backend's
+    task (its id starts with ``proxy:<namespace>:``) to that backend (2026-07-28)."""
 
     name = "proxies"
 
@@ -367,3 +379,14 @@ class ProxyLifecycle(Middleware):
     async def shutdown(self) -> None:
         for p in reversed(self.proxies):
             await p.stop()
+
+    async def on_request(self, call: Call, call_next: CallNext) -> Any:
+        if call.method not in _TASK_METHODS:
+            return await call_next(call)
+        task_id = call.params.get("taskId")
+        if not isinstance(task_id, str):
+            return await call_next(call)
+        for p in self.proxies:
+            if task_id.startswith(p.task_prefix):
+                return await p.call(call.method, {**call.params, "taskId": task_id[len(p.task_prefix):]}, call._req)
+        return await call_next(call)

@@ -258,3 +258,20 @@ async def test_a_stdio_command_as_a_backend(era: str, backend_era: str) -> None:
         assert seen == [0, 50, 100]
         failed = await c.call_tool("ex_fetch_items", {"ids": ["9"]})
         assert failed["isError"] and failed["_meta"]["dev.mcpcore/error"]["data"]["reason"] == "no_match"
+
+
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+async def test_a_backend_task_is_created_and_polled_through_the_gateway(backend: str) -> None:
+    async with McpTestClient(gateway(backend, "modern"), era="modern", capabilities=TASKS) as c:
+        created = await c.call_tool("ex_slow_compute", {"seconds": 0.3, "label": "nightly"})
+        assert created["resultType"] == "task" and created["taskId"].startswith("proxy:ex:"), created
+        deadline = time.monotonic() + 10
+        while (task := await c.request("tasks/get", {"taskId": created["taskId"]}))["status"] == "working":
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        assert task["status"] == "completed" and task["taskId"] == created["taskId"], task
+        assert task["result"]["content"][0]["text"] == "Computed nightly in 0.3s"
+        with pytest.raises(McpError):  # an id the gateway never gave is nobody's
+            await c.request("tasks/get", {"taskId": "proxy:ex:nope"})
