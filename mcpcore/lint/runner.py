@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..definitions.resources import ResourceDefinition
 from ..definitions.tools import ToolDefinition
@@ -23,8 +23,12 @@ from .schemas import check_portability, check_serializable
 from .signatures import check_fail_contract, check_signature
 from .text import check_description, check_name, check_names_across
 
-if TYPE_CHECKING:
-    from ..app import McpApp
+
+class HasRegistry(Protocol):
+    """An app, as :func:`lint_app` reads it: its definitions (:class:`~mcpcore.McpApp` is one)."""
+
+    @property
+    def registry(self) -> Registry: ...
 
 __all__ = ["IGNORE_ATTR", "lint_app", "lint_definitions", "lint_ignore"]
 
@@ -205,7 +209,7 @@ def _suppress(found: list[tuple[Subject, Finding, bool]], extra: Mapping[str, li
 
 
 def lint_app(
-    app_or_registry: McpApp | Registry,
+    app_or_registry: HasRegistry | Registry,
     *,
     portability: Portability = "standard",
     ignore: Mapping[str, Iterable[str]] | None = None,
