@@ -243,7 +243,7 @@ def mount(parent: Any, child: Any, namespace: str | None = None, *, separator: s
     """Serve ``child``'s definitions (an ``McpApp``, or a :func:`~mcpcore.compose.proxy`) in ``parent``
     under ``namespace`` (see :meth:`McpApp.mount`)."""
     from ..server.registry import Registry
-    from .proxy import Proxy, ProxyLifecycle
+    from .proxied import Proxy, ProxyLifecycle
 
     s = parent.settings
     sep = separator if separator is not None else s.mount_separator

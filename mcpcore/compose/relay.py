@@ -15,7 +15,7 @@ __all__ = ["Caller", "Completions", "backend_error", "relay_to"]
 
 
 class Caller(Protocol):
-    """What completions are asked through (a :class:`~mcpcore.compose.proxy.Proxy`)."""
+    """What completions are asked through (a :class:`~mcpcore.compose.Proxy`)."""
 
     async def call(self, method: str, params: dict[str, Any], req: Inbound | None, *, tool: bool = False,
                    ) -> dict[str, Any]: ...
