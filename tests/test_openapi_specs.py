@@ -316,9 +316,12 @@ def test_names_stay_within_64_characters_and_apart() -> None:
         "/a": {"get": {"operationId": long_a, "summary": "A", "responses": {"204": {"description": "ok"}}}},
         "/b": {"get": {"operationId": long_b, "summary": "B", "responses": {"204": {"description": "ok"}}}},
         "/c/{x}": {"get": {"parameters": [{"name": "x", "in": "path", "required": True, "schema": {"type": "string"}}],
-                           "responses": {"204": {"description": "ok"}}}}}}
-    names = [t.name for t in openapi_tools(doc, client=httpx.AsyncClient(), routes=ALL, prefix="svc_")]
-    assert all(len(n) <= 64 for n in names) and len(set(names)) == 3
+                           "responses": {"204": {"description": "ok"}}}},
+        "/d": {"get": {"operationId": "pets.list", "responses": {"204": {"description": "ok"}}}}}}
+    built = openapi_tools(doc, client=httpx.AsyncClient(), routes=ALL, prefix="svc_")
+    names = [t.name for t in built]
+    assert all(len(n) <= 64 for n in names) and len(set(names)) == 4 and names[3] == "svc_pets_list"
+    assert not [f for f in lint_definitions(tools=built).findings if f.rule == "tool-name-portable"]
     assert names[2] == "svc_get__c_x" and names[0].startswith("svc_getVeryLongOperationName")
 
 

@@ -29,7 +29,7 @@ READ_ONLY = "read-only"
 """``routes=READ_ONLY``: the ``GET`` and ``HEAD`` operations, and nothing else."""
 ALL = "all"
 """``routes=ALL``: every operation (the generated-server shape curated tools do better than)."""
-_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +140,7 @@ def select(ops: Sequence[Operation], routes: str | Iterable[str | Route] | None,
 
 
 def tool_name(op: Operation, prefix: str = "", given: str | None = None) -> str:
-    """The tool name: ``prefix`` and the operation id (else method and path), in ``[A-Za-z0-9_.-]``
+    """The tool name: ``prefix`` and the operation id (else method and path), in ``[A-Za-z0-9_-]``
     and within :data:`NAME_BUDGET` (a longer one keeps its start and ends with a digest of the
     whole, so two long ids stay apart)."""
     base = given or op.operation_id or f"{op.method}_{op.path}"
