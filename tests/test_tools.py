@@ -463,3 +463,44 @@ async def test_many_arguments_types_validate() -> None:
         assert r["structuredContent"] == {"n": 1, "items": ["x"], "flag": True}
         r = await c.call_tool("typed", {"n": -1, "items": []})
         assert r["isError"]
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_the_short_shaping_of_scalar_tools_is_the_general_one(era: str) -> None:
+    """A tool returning ``str``, ``int`` or ``bool`` is shaped by the short way its pipeline chose,
+    with the same result as the general path in both eras (wrapped and unwrapped); a value of
+    another type goes the general way (and its output check)."""
+    from mcpcore.context import Inbound
+    from mcpcore.definitions.tools import TOOL_ATTR
+    from mcpcore.protocol.versions import Era
+    from mcpcore.server.invoke import pipeline_of
+    from mcpcore.server.tools import TOOLS
+
+    @tool
+    async def text() -> str:
+        """Text."""
+        return "x"
+
+    @tool
+    async def number() -> int:
+        """A number."""
+        return 1
+
+    @tool
+    async def flag() -> bool:
+        """A flag."""
+        return True
+
+    req = Inbound("tools/call", 1, Era.MODERN if era == "modern" else Era.LEGACY)
+    for fn, values in ((text, ["hello", ""]), (number, [0, 42, -7]), (flag, [True, False])):
+        d = getattr(fn, TOOL_ATTR)
+        for unwrapped in (False, True):  # True: a tool whose 2026-07-28 result is the bare value
+            d.unwrapped = unwrapped
+            d.pipeline = None
+            pipe = pipeline_of(TOOLS, d)
+            assert pipe.shape.__name__ == "shape"  # the short way was chosen
+            for value in values:
+                assert pipe.shape(value, None, req, d.name) == TOOLS.shape(d, value, None, req, d.name)
+    d = getattr(number, TOOL_ATTR)
+    with pytest.raises(McpError):  # a str from an int tool: the general path's output check
+        pipeline_of(TOOLS, d).shape("not a number", None, req, d.name)

@@ -22,7 +22,7 @@ from ..protocol.jsonrpc import error_response, result_response
 from ..protocol.limits import check_params
 from ..protocol.methods import BY_NAME, LIST_METHODS, METHODS
 from ..protocol.outcome import ErrorAnswer, error_class
-from ..protocol.versions import META_SERVER_INFO, Era
+from ..protocol.versions import ERA_MODERN, META_SERVER_INFO, Era
 from ..security.sealing import RequestStateSealer
 from . import lifecycle
 from . import prompts as prompt_methods
@@ -227,7 +227,7 @@ class Dispatcher:
                 return await self.lists.answer(rid, method, params, req)
             else:
                 result = await self._handlers[method](self.core, params, req)
-            if req.era is Era.MODERN:
+            if req.era is ERA_MODERN:
                 result = self._modern_result(method, result)
             return result_response(rid, result)
         except McpError as exc:

@@ -13,17 +13,26 @@ A task's attempt (:mod:`mcpcore.tasks.attempt`) is one attempt of the same pipel
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Generic
 
 from pydantic import ValidationError
 
 from ..context import Context, Inbound
 from ..context.inputs import InputRequired
-from ..definitions.schema import ArgsPlan
-from ..errors import ErrorContract, JsonRpcErrorCode, McpError, quoted
+from ..errors import McpError
 from .dependencies import Resolution, close_all
+from .family import (
+    PROTOCOL_ERRORS,
+    D,
+    Family,
+    Invocable,
+    invalid_arguments,
+    known_arguments,
+    not_an_object,
+    span,
+    validation_failed,
+)
 from .results import classify_and_log
 from .rounds import run_rounds, unseal
 
@@ -31,116 +40,17 @@ if TYPE_CHECKING:
     from ..telemetry import Telemetry
     from .core import ServerCore
 
-__all__ = ["PROTOCOL_ERRORS", "Family", "Invocable", "Pipeline", "invalid_arguments", "invoke", "span"]
+__all__ = ["PROTOCOL_ERRORS", "Family", "Invocable", "Pipeline", "invalid_arguments", "invoke", "pipeline_of", "span"]
 
-
-class Invocable(Protocol):
-    """What every definition the pipeline invokes has (tools, prompts, resources)."""
-
-    @property
-    def args(self) -> ArgsPlan: ...  # how its arguments are validated and passed
-    @property
-    def auth(self) -> Sequence[str]: ...  # the OAuth scopes a caller must hold
-    @property
-    def errors(self) -> Sequence[ErrorContract]: ...  # its declared failures (``errors=[...]``)
-    @property
-    def direct(self) -> Callable[..., Any] | None: ...  # the handler when it is a coroutine function
-    @property
-    def call(self) -> Callable[[dict[str, Any]], Awaitable[Any]]: ...  # the handler behind an async caller
-    pipeline: Any  # its :class:`Pipeline` once built (``None`` before)
-
-
-D = TypeVar("D", bound=Invocable)
 Plain = tuple[tuple[str, Callable[..., Any], bool, str | None], ...]
 
-# Errors about the request itself, not the definition's work: they reach the client as raised.
-PROTOCOL_ERRORS = frozenset({JsonRpcErrorCode.MissingRequiredClientCapability, JsonRpcErrorCode.HeaderMismatch})
-_MAX_ISSUES = 20
 
-
-def invalid_arguments(message: str, hint: str, issues: list[dict[str, Any]] | None = None) -> McpError:
-    """The one bad-arguments error: ``InvalidParams``, ``data.reason = "invalid_arguments"``, the
-    family's recovery hint and, when known, ``data.issues`` (``[{"path", "message"}]``)."""
-    data: dict[str, Any] = {"reason": "invalid_arguments", "recovery": {"hint": hint}}
-    if issues:
-        data["issues"] = issues
-    return McpError(JsonRpcErrorCode.InvalidParams, message, data)
-
-
-def _bad_type(family: Family[Any]) -> McpError:
-    return invalid_arguments('"arguments" must be an object.', family.hint)
-
-
-def _known(args: dict[str, Any], stray: set[str], family: Family[Any]) -> dict[str, Any]:
-    """``args`` without keys that are not parameters: those starting with ``_`` are client
-    artifacts and dropped; any other is an unknown argument."""
-    extra = sorted(k for k in stray if not k.startswith("_"))
-    if extra:
-        shown = [quoted(k) for k in extra[:_MAX_ISSUES]]
-        more = f" and {len(extra) - len(shown)} more" if len(extra) > len(shown) else ""
-        raise invalid_arguments(f"Unknown argument(s): {quoted(', '.join(shown))}{more}.", family.hint,
-                                [{"path": k, "message": f"not an argument of this {family.noun}"} for k in shown])
-    return {k: v for k, v in args.items() if k not in stray}
-
-
-def _invalid(exc: ValidationError, family: Family[Any]) -> McpError:
-    issues = [{"path": quoted(".".join(str(p) for p in e["loc"])), "message": e["msg"]}
-              for e in exc.errors(include_url=False, include_input=False)[:_MAX_ISSUES]]
-    first = issues[0] if issues else {"path": "", "message": "invalid"}
-    return invalid_arguments(f"Invalid arguments: {first['path'] or 'input'}: {first['message']}", family.hint, issues)
-
-
-def _ignore(failed: bool) -> None:
-    return None
-
-
-@contextmanager
-def span(tel: Telemetry, name: str, req: Inbound, attributes: dict[str, Any]) -> Iterator[Callable[[bool], None]]:
-    """A plain execution span for :meth:`Family.observe` (the outcome is not reported)."""
-    with tel.execution(name, req, attributes):
-        yield _ignore
-
-
-class Family(Generic[D]):
-    """How one kind of definition plugs into :func:`invoke`. ``target`` is what the request
-    names it by (a tool's or prompt's name, a resource's URI)."""
-
-    noun = "definition"
-    """What the definition is called in a bad-arguments issue."""
-    hint = "Call it again with corrected arguments."
-    """The recovery hint of a bad-arguments error."""
-
-    def pipeline(self, d: D) -> Pipeline[D]:
-        """``d``'s pipeline, built on its first use and kept on the definition."""
-        pipe: Pipeline[D] | None = d.pipeline
-        if pipe is None or pipe.family is not self:
-            pipe = d.pipeline = Pipeline(self, d)
-        return pipe
-
-    def operation(self, d: D, target: str) -> str:
-        """The operation name a ``Context`` reports and request state is sealed to."""
-        raise NotImplementedError
-
-    def label(self, d: D, target: str) -> str:
-        """Where a failure happened, for the log."""
-        return self.operation(d, target)
-
-    def context(self, d: D, req: Inbound, operation: str, target: str) -> Context:
-        """The ``Context`` one attempt receives."""
-        return Context(req, operation=operation, errors=d.errors)
-
-    def shape(self, d: D, value: Any, ctx: Context | None, req: Inbound, target: str) -> dict[str, Any]:
-        """The method's result for the handler's return ``value``."""
-        raise NotImplementedError
-
-    def failed(self, d: D, err: McpError, req: Inbound) -> dict[str, Any]:
-        """The answer to a classified failure: a result, or raise it as a JSON-RPC error."""
-        raise err
-
-    def observe(self, tel: Telemetry, d: D, req: Inbound, target: str) -> AbstractContextManager[
-            Callable[[bool], None]]:
-        """The telemetry span of one invocation; yields a function told whether it failed."""
-        raise NotImplementedError
+def pipeline_of(family: Family[D], d: D) -> Pipeline[D]:
+    """``d``'s pipeline, built on its first use and kept on the definition."""
+    pipe: Pipeline[D] | None = d.pipeline
+    if pipe is None or pipe.family is not family:
+        pipe = d.pipeline = Pipeline(family, d)
+    return pipe
 
 
 class Pipeline(Generic[D]):
@@ -153,14 +63,16 @@ class Pipeline(Generic[D]):
     :meth:`once` runs one attempt for a task, its ending left to the task to classify.
     """
 
-    __slots__ = ("call", "ctx_param", "d", "direct", "family", "field_keys", "kwargs", "plain", "rest", "simple",
-                 "validate_python")
+    __slots__ = ("call", "covers", "ctx_param", "d", "direct", "family", "field_keys", "kwargs", "plain", "rest",
+                 "shape", "simple", "validate_python")
 
     def __init__(self, family: Family[D], d: D) -> None:
         plan = d.args
         self.family = family
         self.d = d
         self.field_keys = plan.field_keys
+        self.covers: Callable[[dict[str, Any]], bool] = plan.field_keys.issuperset  # no stray argument
+        self.shape = family.shaper(d)
         self.validate_python: Callable[[Any], Any] = plan.validator.validate_python
         self.kwargs: Callable[[Any], dict[str, Any]] = plan.kwargs
         self.direct = d.direct
@@ -176,14 +88,13 @@ class Pipeline(Generic[D]):
         family = self.family
         args = {} if args is None else args
         if type(args) is not dict:
-            raise _bad_type(family)
-        stray = args.keys() - self.field_keys
-        if stray:
-            args = _known(args, stray, family)
+            raise not_an_object(family)
+        if not self.covers(args):
+            args = known_arguments(args, args.keys() - self.field_keys, family)
         try:
             return self.validate_python(args)
         except ValidationError as exc:
-            raise _invalid(exc, family) from None
+            raise validation_failed(exc, family) from None
 
     async def attempt(self, validated: Any, req: Inbound, target: str,
                       resolved: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -199,7 +110,7 @@ class Pipeline(Generic[D]):
             kwargs.update(resolved)
         direct = self.direct
         value = await (direct(**kwargs) if direct is not None else self.call(kwargs))
-        return family.shape(d, value, ctx, req, target)
+        return self.shape(value, ctx, req, target)
 
     async def once(self, core: ServerCore, validated: Any, req: Inbound, target: str) -> dict[str, Any]:
         """One attempt resolving its own dependencies (a task's: it may run on another instance,
@@ -305,7 +216,7 @@ class Pipeline(Generic[D]):
                         kwargs.update(resolved)
                         direct = self.direct
                         value = await (direct(**kwargs) if direct is not None else self.call(kwargs))
-                        result = family.shape(d, value, None, req, target)
+                        result = self.shape(value, None, req, target)
                     else:
                         result = await self.attempt(validated, req, target, resolved)
                 except InputRequired as sig:
@@ -351,7 +262,7 @@ class Pipeline(Generic[D]):
                 return await self.attempt(validated, req, target)
             direct, kwargs = self.direct, self.kwargs(validated)
             value = await (direct(**kwargs) if direct is not None else self.call(kwargs))
-            return self.family.shape(self.d, value, None, req, target)
+            return self.shape(value, None, req, target)
         except InputRequired as sig:
             first = sig
         except Exception as exc:
@@ -372,13 +283,12 @@ async def invoke(core: ServerCore, pipe: Pipeline[Any], args: Any, req: Inbound,
         args = {}
     try:
         if type(args) is not dict:
-            raise _bad_type(pipe.family)
-        stray = args.keys() - pipe.field_keys
-        if stray:
-            args = _known(args, stray, pipe.family)
+            raise not_an_object(pipe.family)
+        if not pipe.covers(args):
+            args = known_arguments(args, args.keys() - pipe.field_keys, pipe.family)
         validated = pipe.validate_python(args)
     except ValidationError as exc:
-        return pipe.family.failed(d, _invalid(exc, pipe.family), req)
+        return pipe.family.failed(d, validation_failed(exc, pipe.family), req)
     except McpError as err:
         return pipe.family.failed(d, err, req)
     tel = core.telemetry
@@ -391,7 +301,7 @@ async def invoke(core: ServerCore, pipe: Pipeline[Any], args: Any, req: Inbound,
             return await pipe.attempt(validated, req, target)
         direct = pipe.direct
         value = await (direct(**pipe.kwargs(validated)) if direct is not None else pipe.call(pipe.kwargs(validated)))
-        return pipe.family.shape(d, value, None, req, target)
+        return pipe.shape(value, None, req, target)
     except InputRequired as sig:
         first = sig
     except Exception as exc:

@@ -11,7 +11,7 @@ from ..context import Inbound
 from ..protocol.jsonrpc import result_response
 from ..protocol.methods import LIST_METHODS
 from ..protocol.pagination import page
-from ..protocol.versions import Era
+from ..protocol.versions import ERA_MODERN
 from . import resources as resource_methods
 from .visibility import may_see, view_of
 
@@ -64,7 +64,7 @@ class Lists:
         cached = None if dynamic else self._bytes.get(key)
         if cached is None:
             result = await self.result(method, params, req)
-            if req.era is Era.MODERN:
+            if req.era is ERA_MODERN:
                 result = self.shape_modern(method, result)
             cached = _json.dumps(result)
             if not dynamic and len(self._bytes) < _CACHE_MAX:
@@ -83,7 +83,7 @@ class Lists:
         size = core.settings.list_page_size
         r = core.registry
         if method == "tools/list":
-            modern = req.era is Era.MODERN
+            modern = req.era is ERA_MODERN
             items, nxt = page([t.to_wire(modern) for t in r.tools.values() if may_see(core, t, req)], cursor, size)
             result: dict[str, Any] = {"tools": list(items)}
         elif method == "prompts/list":

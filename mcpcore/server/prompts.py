@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import Context, Inbound
 from ..definitions.prompts import PromptDefinition
 from ..errors import JsonRpcErrorCode, McpError, quoted
-from .invoke import Family, invoke, span
+from .invoke import Family, invoke, pipeline_of, span
 from .visibility import may_see
 
 if TYPE_CHECKING:
@@ -53,4 +53,4 @@ def get_prompt(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaita
     if p.forward is not None:
         return p.forward(params, req)
     pipe = p.pipeline
-    return invoke(core, pipe if pipe is not None else PROMPTS.pipeline(p), params.get("arguments"), req, name)
+    return invoke(core, pipe if pipe is not None else pipeline_of(PROMPTS, p), params.get("arguments"), req, name)

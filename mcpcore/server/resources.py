@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from ..context import Context, Inbound
 from ..definitions.resources import ResourceDefinition, resource_entries
 from ..errors import JsonRpcErrorCode, McpError, resource_not_found, with_recovery
-from ..protocol.versions import Era
-from .invoke import Family, invoke, span
+from ..protocol.versions import ERA_MODERN, Era
+from .invoke import Family, invoke, pipeline_of, span
 from .visibility import may_see
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class ResourceFamily(Family[ResourceDefinition]):
         if value is None:
             raise resource_not_found(target, modern=req.era is Era.MODERN)
         out: dict[str, Any] = {"contents": d.contents(target, value)}
-        if req.era is Era.MODERN and d.cache_hint is not None:
+        if req.era is ERA_MODERN and d.cache_hint is not None:
             out["ttlMs"] = d.cache_hint.ttl_ms
             out["cacheScope"] = d.cache_hint.scope
         return out
@@ -91,7 +91,7 @@ def read_resource(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awa
     if res.forward is not None:
         return res.forward(params, req)
     pipe = res.pipeline
-    return invoke(core, pipe if pipe is not None else RESOURCES.pipeline(res), variables, req, uri)
+    return invoke(core, pipe if pipe is not None else pipeline_of(RESOURCES, res), variables, req, uri)
 
 
 async def subscribe(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:

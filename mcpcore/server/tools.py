@@ -3,16 +3,19 @@ result (bad arguments included); only an unknown tool and protocol refusals are 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from .. import _json
 from ..context import Context, Inbound
 from ..definitions.tools import ToolDefinition
 from ..errors import JsonRpcErrorCode, McpError, quoted
 from ..metrics import count_error
-from ..protocol.versions import Era
-from .invoke import Family, invoke
+from ..protocol.versions import ERA_MODERN
+from .family import Shape
+from .invoke import Family, invoke, pipeline_of
 from .results import tool_error_result, tool_success_result
 from .visibility import may_see
 
@@ -33,8 +36,32 @@ class ToolFamily(Family[ToolDefinition]):
         return "tool:" + target
 
     def shape(self, d: ToolDefinition, value: Any, ctx: Context | None, req: Inbound, target: str) -> dict[str, Any]:
-        result = tool_success_result(d, value, ctx, req.era is Era.MODERN)
+        result = tool_success_result(d, value, ctx, req.era is ERA_MODERN)
         return result if d.app is None else d.app.shape(result, req.client_capabilities)
+
+    def shaper(self, d: ToolDefinition) -> Shape:
+        """A tool declaring a scalar return type (``-> str``, ``-> int``, ...) and nothing that
+        adds to its result (no ``format``, enrichment, content return or App) is shaped without
+        the general path when the handler returned that type and took no ``Context``: the same
+        ``content`` text and ``structuredContent`` (``{"result": value}``, the bare value on
+        2026-07-28 for an unwrapped tool) as :func:`~mcpcore.server.results.tool_success_result`."""
+        out = d.output
+        general = functools.partial(self.shape, d)
+        if out is None or out.scalar is None or d.format is not None or d.enrichment is not None or \
+                d.returns_content or d.app is not None:
+            return general
+        scalar, wrap, unwrapped = out.scalar, out.wrap, d.unwrapped
+        dumps_str = _json.dumps_str
+
+        def shape(value: Any, ctx: Context | None, req: Inbound, target: str) -> dict[str, Any]:
+            if ctx is not None or type(value) is not scalar:
+                return general(value, ctx, req, target)
+            text = value if scalar is str else dumps_str(value)
+            bare = not wrap or (unwrapped and req.era is ERA_MODERN)
+            structured = value if bare else {"result": value}
+            return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
+
+        return shape
 
     def failed(self, d: ToolDefinition, err: McpError, req: Inbound) -> dict[str, Any]:
         count_error(err.code)
@@ -61,4 +88,4 @@ def call_tool(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaitab
     if tool.task is not None and core.tasks is not None:
         return core.tasks.call(core, tool, params, req)
     pipe = tool.pipeline
-    return invoke(core, pipe if pipe is not None else TOOLS.pipeline(tool), params.get("arguments"), req, name)
+    return invoke(core, pipe if pipe is not None else pipeline_of(TOOLS, tool), params.get("arguments"), req, name)

@@ -27,7 +27,7 @@ from ..context import Inbound
 from ..context.inputs import InputRequired, InputRequiredSpec
 from ..definitions.tools import ToolDefinition
 from ..errors import McpError
-from ..server.invoke import PROTOCOL_ERRORS
+from ..server.invoke import PROTOCOL_ERRORS, pipeline_of
 from ..server.results import classify_and_log, tool_error_result
 from ..server.tools import TOOLS
 
@@ -49,14 +49,14 @@ class Outcome:
 
 def validate_arguments(tool: ToolDefinition, args: Any) -> Any:
     """The tool's validated arguments; raises the one bad-arguments :class:`McpError`."""
-    return TOOLS.pipeline(tool).validate(args)
+    return pipeline_of(TOOLS, tool).validate(args)
 
 
 async def run_attempt(core: ServerCore, tool: ToolDefinition, validated: Any, req: Inbound) -> Outcome:
     """Call ``tool`` once with ``req`` (its answers and state already on it); never raises but
     for cancellation."""
     try:
-        return Outcome("result", await TOOLS.pipeline(tool).once(core, validated, req, tool.name))
+        return Outcome("result", await pipeline_of(TOOLS, tool).once(core, validated, req, tool.name))
     except InputRequired as sig:
         return Outcome("input", spec=sig.spec)
     except McpError as exc:

@@ -22,7 +22,7 @@ from ..definitions.tools import ToolDefinition
 from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.extensions import TASKS, client_extension
 from ..protocol.versions import Era
-from ..server.invoke import invoke
+from ..server.invoke import invoke, pipeline_of
 from ..server.results import tool_error_result
 from ..server.rounds import input_required_result, unseal
 from ..server.tools import TOOLS
@@ -79,7 +79,7 @@ async def call_task_tool(svc: TaskService, tool: ToolDefinition, params: dict[st
         if client_extension(req.client_capabilities, TASKS) is None:
             if support.required:
                 raise missing_extension(f"The tool {name}")
-            return await invoke(core, TOOLS.pipeline(tool), params.get("arguments"), req, name)
+            return await invoke(core, pipeline_of(TOOLS, tool), params.get("arguments"), req, name)
         hint = None
     else:
         hint = params.get("task")
@@ -88,7 +88,7 @@ async def call_task_tool(svc: TaskService, tool: ToolDefinition, params: dict[st
                 raise McpError(JsonRpcErrorCode.MethodNotFound,
                                f"The tool {name} runs only as a task: call it with params.task.",
                                {"reason": "task_required"})
-            return await invoke(core, TOOLS.pipeline(tool), params.get("arguments"), req, name)
+            return await invoke(core, pipeline_of(TOOLS, tool), params.get("arguments"), req, name)
         if type(hint) is not dict:
             raise McpError(JsonRpcErrorCode.InvalidParams, '"task" must be an object ({"ttl": ms}).')
     if tool.auth:

@@ -19,11 +19,12 @@ from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import MODERN, invalid_log_level, missing_meta, unsupported_version
 from ..protocol.versions import (
+    ERA_LEGACY,
+    ERA_MODERN,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
-    Era,
 )
 from ..sessions.base import SessionRecord
 
@@ -55,7 +56,7 @@ def modern_inbound(msg: dict[str, Any], services: ContextServices, auth: AuthInf
     """A 2026-07-28 request's Inbound, from its envelope; :class:`Refused` when the envelope is
     missing or malformed (``-32602``) or names an unknown revision (``-32022``)."""
     params = msg.get("params") or {}
-    req = Inbound(msg["method"], msg["id"], Era.MODERN, services, auth, tenant_id)
+    req = Inbound(msg["method"], msg["id"], ERA_MODERN, services, auth, tenant_id)
     if transport != "http":
         req.transport = transport
     meta = params.get("_meta")
@@ -106,7 +107,7 @@ def session_inbound(msg: dict[str, Any], services: ContextServices, auth: AuthIn
                     transport: str = "http") -> Inbound:
     """A 2025-era request's Inbound: what its session recorded at ``initialize`` or, with no
     session, the revision it names (``version``) and the id it is given (``session_id``)."""
-    req = Inbound(msg["method"], msg["id"], Era.LEGACY, services, auth, tenant_id)
+    req = Inbound(msg["method"], msg["id"], ERA_LEGACY, services, auth, tenant_id)
     if transport != "http":
         req.transport = transport
     if record is not None:

@@ -11,7 +11,7 @@ from ...context import Inbound
 from ...errors import JsonRpcErrorCode, McpError, quoted
 from ...protocol.envelope import check_headers
 from ...protocol.jsonrpc import error_response
-from ...protocol.versions import Era
+from ...protocol.versions import ERA_MODERN
 from ..authn import tenant_of
 from ..exchange import HttpExchange, json_response
 from ..inflight import watched_rest
@@ -60,7 +60,7 @@ class ModernPost:
         except McpError as exc:
             await json_response(send, 400, error_response(rid, exc.to_wire(req.request_id)))
             return
-        if not self.dispatcher.supports(method, Era.MODERN):
+        if not self.dispatcher.supports(method, ERA_MODERN):
             await json_response(send, 404, error_response(rid, error_object(
                 JsonRpcErrorCode.MethodNotFound, f"Method not found: {quoted(method)}", {"requestId": req.request_id})))
             return
@@ -80,5 +80,5 @@ class ModernPost:
         if type(body) is bytes:
             await exchange.finish(body)
             return
-        status, extra = http_status(body, Era.MODERN)
+        status, extra = http_status(body, ERA_MODERN)
         await exchange.finish(body, status, extra)
