@@ -17,19 +17,19 @@ from typing import Any
 
 from .harness.catalog import ALL, SERVERS
 from .harness.config import LOAD_CPU, NICE, OUT_DIR, PEERS_PY, SERVER_CPU, log
-from .harness.machine import ensure_peers_venv, find_tools, machine_info, source_state, versions
+from .harness.machine import ensure_peers_venv, find_tools, machine_info, peers_venv_ready, source_state, versions
 from .harness.processes import stop_all
 from .harness.report import render_markdown, write_report
 from .harness.sampling import LoadSettings
 from .harness.scenario import Ctx, Family
 from .harness.stats import ratios
 from .options import parse_args
-from .scenarios import idle_sessions, instructions, load, sse_buffer, tasks
+from .scenarios import idle_sessions, instructions, load, sse_buffer, tasks, tm
 from .scenarios.catalog import SCENARIO_BY_ID, SCENARIOS
 from .scenarios.targets import targets
 
 FAMILIES: dict[str, Family] = {f.kind: f for f in (load.FAMILY, sse_buffer.FAMILY, instructions.FAMILY,
-                                                   idle_sessions.FAMILY, tasks.FAMILY)}
+                                                   idle_sessions.FAMILY, tasks.FAMILY, tm.FAMILY)}
 
 
 def _settings(args: argparse.Namespace, pinned: bool, nice: bool, elapsed: float) -> dict[str, Any]:
@@ -49,7 +49,11 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     wanted_servers = [s for s in ALL if s in args.servers] if args.servers else list(ALL)
     need_peers = any(SERVERS[k].peers for k in wanted_servers)
     python: dict[str, Path] = {"main": Path(sys.executable)}
-    if need_peers:
+    if need_peers and args.smoke:
+        # The smoke run installs nothing: the SDK (mcp 2.3, a dev dependency) runs from the project's
+        # .venv unless the peers' virtualenv is already there and current.
+        python["peers"] = PEERS_PY if peers_venv_ready() else Path(sys.executable)
+    elif need_peers:
         python["peers"] = ensure_peers_venv()
     elif PEERS_PY.exists():
         python["peers"] = PEERS_PY
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 # logging/setLevel) and tools_list / resources_read (call_2026's path with another body and
 # verifier). Every server module that runs in the project's .venv is started at least once.
 SMOKE_PLAN: list[tuple[str, list[str]]] = [
-    ("call_2026", ["mcpcore", "mcpcore_layers", "starlette", "asgi"]),
+    ("call_2026", ["mcpcore", "mcpcore_w2", "mcpcore_layers", "starlette", "asgi"]),
     ("call_2025", ["mcpcore"]),
     ("instr_2025", ["mcpcore"]),
     ("call_2025_redis", ["mcpcore"]),
@@ -114,7 +118,13 @@ SMOKE_PLAN: list[tuple[str, list[str]]] = [
     ("sse_buffer", ["mcpcore"]),
     ("idle_sessions", ["mcpcore"]),
     ("tasks_get", ["mcpcore"]),
+    # The TM-style workload in both forms: mcpcore (one and two workers, and the Redis session
+    # store, in the session form), the SDK (from the project's .venv) and the TS SDK on Node (asked
+    # once in the sessionless form, which it cannot speak). FastMCP lives only in .venv-peers: left out.
+    ("tm_session", ["mcpcore", "mcpcore_w2", "sdk", "ts_sdk"]),
+    ("tm_sessionless", ["mcpcore", "sdk", "ts_sdk"]),
 ]
+SMOKE_SERVERS = "mcpcore,mcpcore_w2,mcpcore_layers,starlette,asgi,sdk,ts_sdk"
 
 
 def smoke(out_dir: str | os.PathLike[str] | None = None) -> int:
@@ -130,7 +140,7 @@ def smoke(out_dir: str | os.PathLike[str] | None = None) -> int:
         args = parse_args(["--smoke", "--duration", "1", "--warmup", "0", "--repeat", "1", "--session-repeat", "1",
                            "--sessions", "100",
                            "--retries", "0", "--quiet-wait", "0",
-                           "--connections", "16", "--servers", "mcpcore,mcpcore_layers,starlette,asgi",
+                           "--connections", "16", "--servers", SMOKE_SERVERS,
                            "--scenarios", ",".join(sid for sid, _ in SMOKE_PLAN),
                            "--out", str(out_dir or tmp)])
         try:
