@@ -4,7 +4,8 @@ Hierarchy::
 
     Exception
      ├── McpError                 a JSON-RPC error with a code, message and data; the one error
-     │                            type handlers raise on purpose (factories below build it)
+     │    │                       type handlers raise on purpose (factories below build it)
+     │    └── MethodError         a method's own error on its way out through middleware
      └── ConfigurationError       a mistake in definitions or settings, raised at decoration or
                                   startup time and never sent to a client
 
@@ -35,6 +36,7 @@ __all__ = [
     "Fail",
     "JsonRpcErrorCode",
     "McpError",
+    "MethodError",
     "classify",
     "conflict",
     "contract_failure",
@@ -148,6 +150,23 @@ class McpError(Exception):
         if request_id is not None:
             data = {**data, "requestId": request_id} if data else {"requestId": request_id}
         return error_object(self.code, self.message, data)
+
+
+class MethodError(McpError):
+    """A method's own JSON-RPC error, marked as such on its way out through the middleware.
+
+    Around ``tools/call``, an exception a middleware layer raises is the tool's ``isError``
+    result, while the method's own refusals (an unknown tool, a missing scope, ``-32021``, a
+    store outage) stay JSON-RPC errors. The method's errors leave it as this type (the original
+    is its ``__cause__``); a layer that catches ``McpError`` still sees code, message and data.
+    """
+
+    @classmethod
+    def of(cls, err: McpError) -> MethodError:
+        """``err`` marked as the method's own (``err`` itself when it already is)."""
+        if isinstance(err, MethodError):
+            return err
+        return cls(err.code, err.message, err.data, cause=err)
 
 
 def error_object(code: int, message: str, data: Mapping[str, Any] | None = None) -> dict[str, Any]:

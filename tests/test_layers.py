@@ -18,7 +18,7 @@ PACKAGE = ROOT / "mcpcore"
 LAYERS: list[set[str]] = [
     {"_json", "_version", "asgi_types", "errors", "logs", "config", "queues", "content", "jsonschema", "metrics"},
     {"protocol", "security", "redis_client", "redis_sentinel", "redis_startup", "client"},
-    {"context", "storage", "bus", "sessions", "auth", "telemetry", "layer"},
+    {"context", "storage", "bus", "sessions", "auth", "telemetry", "layer", "credentials"},
     {"definitions", "extensions"},
     {"server", "lint", "middleware", "tasks"},
     {"runtime", "transports"},

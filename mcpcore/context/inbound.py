@@ -82,58 +82,130 @@ _NULL_OUTBOUND: Outbound = DiscardOutbound()
 
 
 class Inbound:
-    """Everything about one request that a handler's context needs.
+    """Everything about one request that a handler's context needs: a closed record (slots,
+    every field typed below); the transport fills it, a task copies it with :meth:`for_task`.
 
-    Built for every request, so it is a plain object: the constructor stores only the fields
-    given (keyword arguments named as below); every other field reads its class default.
+    Pass the fields after ``tenant_id`` by keyword. (They are not keyword-only because a
+    keyword-only parameter's default costs a dictionary lookup on every call, and an Inbound
+    is built for every request.)
     """
 
-    method: str = ""
-    jsonrpc_id: str | int | None = None
-    era: Era = Era.LEGACY
-    protocol_version: str = ""
-    services: ContextServices = _DEFAULT_SERVICES
-    outbound: Outbound = _NULL_OUTBOUND
-    session: SessionRecord | None = None
-    session_id: str | None = None
-    client_capabilities: dict[str, Any] | None = None
-    client_info: dict[str, Any] | None = None
-    client_log_level: int | None = None
-    progress_token: str | int | None = None
-    auth: AuthInfo | None = None
-    tenant_id: str | None = "default"
-    _signal: CancelSignal | None = None
-    meta: dict[str, Any] | None = None
-    input_responses: dict[str, Any] | None = None
-    request_state: str | None = None
-    trace_id: str | None = None
-    span_id: str | None = None
-    transport: str = "http"
-    trace_headers: dict[str, str] | None = None
-    check_sizes: bool = False  # the transport could not rule out strings past protocol.limits' bounds
-    error_code: int | None = None
-    error_data: dict[str, Any] | None = None
-    values: dict[object, Any] | None = None  # ctx.values, created on first use
-    asgi_scope: Scope | None = None  # the HTTP request's ASGI scope (ctx.http)
-    started: float = 0.0
-    task: TaskHandle | None = None  # set for a call that runs as (or may start) a task
-    asked: dict[str, Any] | None = None  # answers to the handler's awaited asks (context/asks.py)
-    _request_id: str | None = None
+    __slots__ = (
+        "_request_id",
+        "_signal",
+        "asgi_scope",
+        "asked",
+        "auth",
+        "check_sizes",
+        "client_capabilities",
+        "client_info",
+        "client_log_level",
+        "era",
+        "input_responses",
+        "jsonrpc_id",
+        "meta",
+        "method",
+        "outbound",
+        "progress_token",
+        "protocol_version",
+        "request_state",
+        "services",
+        "session",
+        "session_id",
+        "span_id",
+        "started",
+        "task",
+        "tenant_id",
+        "trace_headers",
+        "trace_id",
+        "transport",
+        "values",
+    )
+
+    method: str
+    jsonrpc_id: str | int | None
+    era: Era
+    protocol_version: str
+    services: ContextServices
+    outbound: Outbound
+    session: SessionRecord | None
+    session_id: str | None
+    client_capabilities: dict[str, Any] | None
+    client_info: dict[str, Any] | None
+    client_log_level: int | None
+    progress_token: str | int | None
+    auth: AuthInfo | None
+    tenant_id: str | None
+    _signal: CancelSignal | None
+    meta: dict[str, Any] | None
+    input_responses: dict[str, Any] | None
+    request_state: str | None
+    trace_id: str | None
+    span_id: str | None
+    transport: str
+    trace_headers: dict[str, str] | None
+    check_sizes: bool
+    """The transport could not rule out strings past :mod:`mcpcore.protocol.limits`' bounds."""
+    values: dict[object, Any] | None
+    """``ctx.values``, created on first use."""
+    asgi_scope: Scope | None
+    """The HTTP request's ASGI scope (``ctx.http``)."""
+    started: float
+    task: TaskHandle | None
+    """Set for a call that runs as (or may start) a task."""
+    asked: dict[str, Any] | None
+    """Answers to the handler's awaited asks (:mod:`mcpcore.context.asks`)."""
+    _request_id: str | None
 
     def __init__(self, method: str = "", jsonrpc_id: str | int | None = None, era: Era = Era.LEGACY,
                  services: ContextServices = _DEFAULT_SERVICES, auth: AuthInfo | None = None,
-                 tenant_id: str | None = "default", **fields: Any) -> None:
+                 tenant_id: str | None = "default", protocol_version: str = "",
+                 outbound: Outbound = _NULL_OUTBOUND, session: SessionRecord | None = None,
+                 session_id: str | None = None, client_capabilities: dict[str, Any] | None = None,
+                 client_info: dict[str, Any] | None = None, client_log_level: int | None = None,
+                 progress_token: str | int | None = None, meta: dict[str, Any] | None = None,
+                 input_responses: dict[str, Any] | None = None, request_state: str | None = None,
+                 trace_headers: dict[str, str] | None = None, transport: str = "http",
+                 signal: CancelSignal | None = None) -> None:
         self.method = method
         self.jsonrpc_id = jsonrpc_id
         self.era = era
         self.services = services
-        if auth is not None:
-            self.auth = auth
-        if tenant_id != "default":
-            self.tenant_id = tenant_id
+        self.auth = auth
+        self.tenant_id = tenant_id
+        self.protocol_version = protocol_version
+        self.outbound = outbound
+        self.session = session
+        self.session_id = session_id
+        self.client_capabilities = client_capabilities
+        self.client_info = client_info
+        self.client_log_level = client_log_level
+        self.progress_token = progress_token
+        self.meta = meta
+        self.input_responses = input_responses
+        self.request_state = request_state
+        self.trace_headers = trace_headers
+        self.transport = transport
+        self._signal = signal
+        self.trace_id = None
+        self.span_id = None
+        self.check_sizes = False
+        self.values = None
+        self.asgi_scope = None
         self.started = time.time()
-        if fields:
-            self.__dict__.update(fields)
+        self.task = None
+        self.asked = None
+        self._request_id = None
+
+    def for_task(self) -> Inbound:
+        """A copy of this call's request for a task it starts: the same caller, client, round
+        answers and trace context; its own outbound, signal, values and task handle."""
+        return Inbound(self.method, self.jsonrpc_id, self.era, self.services, self.auth, self.tenant_id,
+                       protocol_version=self.protocol_version, client_capabilities=self.client_capabilities,
+                       client_info=self.client_info, progress_token=self.progress_token,
+                       client_log_level=self.client_log_level, input_responses=self.input_responses,
+                       request_state=self.request_state, trace_headers=self.trace_headers, meta=self.meta,
+                       transport=self.transport)
 
     def __repr__(self) -> str:
         return f"Inbound(method={self.method!r}, jsonrpc_id={self.jsonrpc_id!r}, era={self.era.value})"

@@ -15,11 +15,12 @@ from ..config import Settings
 from ..context import ContextServices, Inbound
 from ..context.inputs import InputRequired
 from ..definitions.resources import CacheHint
-from ..errors import JsonRpcErrorCode, McpError, classify, quoted
+from ..errors import JsonRpcErrorCode, McpError, MethodError, classify, quoted
 from ..metrics import count_error
 from ..middleware.base import Call, Middleware
 from ..protocol.jsonrpc import error_response, result_response
 from ..protocol.limits import check_params
+from ..protocol.outcome import ErrorAnswer, error_class
 from ..protocol.versions import META_SERVER_INFO, Era
 from ..security.sealing import RequestStateSealer
 from . import lifecycle
@@ -29,7 +30,6 @@ from .chain import Layers, Step
 from .closing import Closing
 from .completion import complete
 from .core import Handler, ServerCore
-from .invoke import invoke
 from .listen import listen
 from .lists import LIST_METHODS, Lists
 from .notify import Notifier
@@ -47,27 +47,6 @@ log = logging.getLogger("mcpcore.server")
 
 CACHEABLE = ("server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
              "resources/read")
-
-
-_METHOD_CODE = {call_tool.__code__, invoke.__code__}
-
-
-def serves_tools_call(fn: Callable[..., Any]) -> None:
-    """Count ``fn`` (the tasks' ``tools/call``) as ``tools/call`` itself: what it raises keeps its
-    JSON-RPC shape under middleware (a store outage stays a 503, not the tool's error result)."""
-    _METHOD_CODE.add(fn.__code__)
-
-
-def _raised_by_the_method(exc: BaseException) -> bool:
-    """Whether ``tools/call`` itself raised ``exc`` (an unknown tool, a missing scope, a protocol
-    error), not a middleware layer around it: its traceback passes through the method's frames.
-    Such a refusal keeps its JSON-RPC shape; a layer's own exception is the tool's error result."""
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code in _METHOD_CODE:
-            return True
-        tb = tb.tb_next
-    return False
 
 
 class Dispatcher:
@@ -224,7 +203,9 @@ class Dispatcher:
         return gate is None or gate in self.capabilities()
 
     async def handle(self, msg: dict[str, Any], req: Inbound, *, supported: bool = False) -> bytes:
-        """Serve one request; always returns a serialised response (result or error).
+        """Serve one request; always returns a serialised response: the result's ``bytes``, or
+        an :class:`~mcpcore.protocol.outcome.ErrorAnswer` (``bytes`` too) carrying the class of
+        its error, which an HTTP transport reads to choose the status.
         ``supported``: the caller already checked that the method is served on this era."""
         rid = msg["id"]
         method = msg["method"]
@@ -239,8 +220,10 @@ class Dispatcher:
                 call = Call(method, params, req, self.core)
                 try:
                     result = await step(call)
+                except MethodError:  # the method's own error, through the layers
+                    raise
                 except Exception as exc:  # a layer's own failure in tools/call is the tool's error result
-                    if method != "tools/call" or _raised_by_the_method(exc):
+                    if method != "tools/call":
                         raise
                     result = tool_error_result(classify_and_log(exc, "middleware of tools/call", req.request_id),
                                                (), req.request_id)
@@ -256,18 +239,15 @@ class Dispatcher:
                 result = self._modern_result(method, result)
             return result_response(rid, result)
         except McpError as exc:
-            req.error_code = exc.code
-            req.error_data = exc.data
             count_error(exc.code)
-            return error_response(rid, exc.to_wire(req.request_id))
+            return ErrorAnswer(error_response(rid, exc.to_wire(req.request_id)), error_class(exc))
         except asyncio.CancelledError:
             raise
         except (Exception, InputRequired) as exc:  # InputRequired: asked where no input round runs
             err = classify(exc)
-            req.error_code = err.code
             count_error(err.code)
             log.error("Unhandled error in %s", method, exc_info=exc, extra={"fields": {"requestId": req.request_id}})
-            return error_response(rid, err.to_wire(req.request_id))
+            return ErrorAnswer(error_response(rid, err.to_wire(req.request_id)), error_class(err))
 
     def _modern_result(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         result.setdefault("resultType", "complete")
@@ -289,6 +269,8 @@ class Dispatcher:
             return lambda call: lists.fresh(method, call.params, call._req)
         handler = self._common.get(method) or self._legacy.get(method) or self._modern[method]
         core = self.core
+        if method == "tools/call":
+            return _marked(handler, core)
         return lambda call: handler(core, call.params, call._req)
 
     @property
@@ -318,3 +300,26 @@ class Dispatcher:
             await layers.notification(inner)(call)
         except Exception:
             log.warning("a middleware layer failed on %s", quoted(msg["method"]), exc_info=True)
+
+
+def _marked(handler: Handler, core: ServerCore) -> Step:
+    """``tools/call`` itself under middleware: what it raises leaves as a
+    :class:`~mcpcore.errors.MethodError`, so the layers around it cannot make the method's own
+    refusal (an unknown tool, a missing scope, ``-32021``, a store outage) the tool's ``isError``
+    result. A failure that is no ``McpError`` is logged here and leaves as its JSON-RPC error."""
+
+    async def method(call: Call) -> Any:
+        req = call._req
+        try:
+            return await handler(core, call.params, req)
+        except MethodError:
+            raise
+        except McpError as exc:
+            raise MethodError.of(exc) from exc
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("Unhandled error in tools/call", exc_info=exc, extra={"fields": {"requestId": req.request_id}})
+            raise MethodError.of(classify(exc)) from exc
+
+    return method

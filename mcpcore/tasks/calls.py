@@ -21,7 +21,6 @@ from ..definitions.tools import ToolDefinition
 from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.extensions import TASKS, client_extension
 from ..protocol.versions import Era
-from ..server.dispatcher import serves_tools_call
 from ..server.invoke import invoke
 from ..server.results import tool_error_result
 from ..server.rounds import input_required_result, unseal
@@ -93,8 +92,6 @@ async def call_task_tool(svc: TaskService, tool: ToolDefinition, params: dict[st
     return svc.created(st, req.era)
 
 
-serves_tools_call(call_task_tool)
-
 
 class _Relay:
     """A deferred call's outbound: the request's until the task starts, the task's after."""
@@ -150,12 +147,7 @@ class _Start:
 
 async def _deferred(svc: TaskService, tool: ToolDefinition, arguments: Any, validated: Any, caller: Inbound,
                     ttl: int) -> dict[str, Any]:
-    req = Inbound("tools/call", caller.jsonrpc_id, caller.era, caller.services, auth=caller.auth,
-                  tenant_id=caller.tenant_id, protocol_version=caller.protocol_version,
-                  client_capabilities=caller.client_capabilities, client_info=caller.client_info,
-                  progress_token=caller.progress_token, client_log_level=caller.client_log_level,
-                  input_responses=caller.input_responses, request_state=caller.request_state,
-                  trace_headers=caller.trace_headers, meta=caller.meta, transport=caller.transport)
+    req = caller.for_task()
     req.outbound = _Relay(caller.outbound)
     handle = _Start(svc, tool, arguments, req, ttl)
     req.task = handle

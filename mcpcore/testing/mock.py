@@ -68,7 +68,7 @@ def create_mock_context(
                          services=services, outbound=outbound, session_id=session_id,
                          client_capabilities=caps_view, client_log_level=log_level,
                          progress_token=progress_token, auth=auth, tenant_id=tenant_id,
-                         _signal=signal or CancelSignal(), transport="test", input_responses=input_responses,
+                         signal=signal or CancelSignal(), transport="test", input_responses=input_responses,
                          request_state=request_state)
     ctx = MockContext(req, operation=operation, errors=errors, uri=uri)
     ctx.posted = outbound.posted

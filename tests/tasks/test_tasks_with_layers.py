@@ -99,3 +99,57 @@ async def test_a_hidden_task_tool_is_unknown_to_who_may_not_see_it() -> None:
             assert (await until_done(c, created["taskId"]))["result"]["content"][0]["text"] == "secret"
     finally:
         await app.shutdown()
+
+
+class PassThrough(Middleware):
+    """A layer that only passes ``tools/call`` on."""
+
+    async def on_call_tool(self, call: Call, call_next: CallNext) -> Any:
+        return await call_next(call)
+
+
+class Rethrows(Middleware):
+    """A layer that looks at the method's error and lets it go on."""
+
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    async def on_request(self, call: Call, call_next: CallNext) -> Any:
+        try:
+            return await call_next(call)
+        except McpError as err:
+            self.seen.append(err.code)
+            raise
+
+
+@pytest.mark.parametrize("layers", [[], [PassThrough()], [Rethrows(), PassThrough()]],
+                         ids=["bare", "pass-through", "rethrows"])
+async def test_a_required_task_tool_refused_to_a_client_without_tasks_keeps_its_error(layers: list[Middleware]) -> None:
+    """Without the tasks extension (2026-07-28) or ``params.task`` (2025-11-25) a tool that runs
+    only as a task is a protocol refusal, middleware or not: HTTP 400 with ``-32021`` on
+    2026-07-28, ``-32601`` on a 2025 session (HTTP 200), never the tool's ``isError`` result."""
+    app = McpApp("tasks-layers", "1.0.0", tools=[report], middleware=layers, settings=Settings.from_env({}))
+    async with McpTestClient(app, era="modern", capabilities={}) as c:
+        with pytest.raises(McpError) as err:
+            await c.call_tool("report", {"rows": 1})
+        assert err.value.code == -32021 and err.value.http_status == 400  # type: ignore[attr-defined]
+        assert err.value.data["requiredCapabilities"] == {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    async with McpTestClient(app) as c:
+        with pytest.raises(McpError) as err:
+            await c.call_tool("report", {"rows": 1})
+        assert err.value.code == -32601 and err.value.http_status == 200  # type: ignore[attr-defined]
+        assert err.value.data["reason"] == "task_required"
+    for layer in layers:
+        if isinstance(layer, Rethrows):
+            assert layer.seen == [-32021, -32601]  # the layers saw the method's own McpError
+
+
+async def test_a_layers_own_error_around_a_task_tool_is_the_tools_error_result() -> None:
+    class Refuses(Middleware):
+        async def on_call_tool(self, call: Call, call_next: CallNext) -> Any:
+            raise McpError(-32021, "refused by the layer")
+
+    app = McpApp("tasks-layers", "1.0.0", tools=[report], middleware=[Refuses()], settings=Settings.from_env({}))
+    async with McpTestClient(app, era="modern", capabilities={}) as c:
+        result = await c.call_tool("report", {"rows": 1})
+        assert result["isError"] is True and "refused by the layer" in result["content"][0]["text"]

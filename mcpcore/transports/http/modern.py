@@ -77,8 +77,8 @@ class ModernPost:
                 exchange.abandon()
                 return
             body = finished
-        if req.error_code is None:
+        if type(body) is bytes:
             await exchange.finish(body)
             return
-        status, extra = http_status(req)
+        status, extra = http_status(body, Era.MODERN)
         await exchange.finish(body, status, extra)

@@ -170,7 +170,7 @@ class SessionPost:
         req.asgi_scope = headers.scope
         body = await self.dispatcher.handle(msg, req)
         extra: list[tuple[bytes, bytes]] = []
-        if record is not None and req.error_code is None:
+        if record is not None and type(body) is bytes:  # initialized: no ErrorAnswer
             try:
                 await self.rt.sessions.create(record)
             except McpError as exc:  # SessionCapacityError, or the store is unreachable
@@ -195,10 +195,10 @@ class SessionPost:
         else:
             body = await self._rest(coro, step, msg, req, record)
             waited = True
-        if req.error_code is None:
+        if type(body) is bytes:
             await exchange.finish(body)
         else:
-            status, extra = http_status(req)
+            status, extra = http_status(body, req.era)
             await exchange.finish(body, status, extra)
         if waited and record is not None:  # what it registered on the session while it waited
             self.rt.live.forget_if_idle(record.id)

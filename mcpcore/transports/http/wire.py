@@ -8,9 +8,10 @@ from typing import Any
 
 from ...asgi_types import Message, Receive, Scope, Send
 from ...auth import AuthError
-from ...context import AuthInfo, Inbound
-from ...errors import JsonRpcErrorCode, error_object
+from ...context import AuthInfo
+from ...errors import error_object
 from ...protocol.jsonrpc import error_response
+from ...protocol.outcome import ErrorAnswer, ErrorClass
 from ...protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS, Era
 from ...runtime import Runtime
 from ...server.dispatcher import Dispatcher
@@ -74,35 +75,33 @@ async def error(send: Send, status: int, code: int, message: str, rid: Any = Non
     await json_response(send, status, error_response(rid, error_object(code, message, data)), headers)
 
 
-# The status of an answer whose JSON-RPC error the dispatcher reported on the Inbound: the one
-# place where an error code becomes an HTTP status. Codes not listed are answered 200.
+# The one place where the class of a JSON-RPC error becomes an HTTP status, per era: on a 2025
+# session only an unavailable store is not answered 200.
 _MODERN_STATUS = {
-    JsonRpcErrorCode.MethodNotFound: 404,
-    JsonRpcErrorCode.HeaderMismatch: 400,
-    JsonRpcErrorCode.MissingRequiredClientCapability: 400,
-    JsonRpcErrorCode.UnsupportedProtocolVersion: 400,
-    JsonRpcErrorCode.ServiceUnavailable: 503,
+    ErrorClass.UNKNOWN_METHOD: 404,
+    ErrorClass.BAD_REQUEST: 400,
+    ErrorClass.UNAVAILABLE: 503,
 }
-_SESSION_STATUS = {JsonRpcErrorCode.ServiceUnavailable: 503}
+_SESSION_STATUS = {ErrorClass.UNAVAILABLE: 503}
 _UNAUTHORIZED = [(b"www-authenticate", b'Bearer realm="mcp"')]
 
 
-def http_status(req: Inbound) -> tuple[int, list[tuple[bytes, bytes]]]:
-    """``(status, extra headers)`` of the answer to ``req`` (200 and none when it succeeded).
+def http_status(answer: bytes, era: Era) -> tuple[int, list[tuple[bytes, bytes]]]:
+    """``(status, extra headers)`` of the dispatcher's ``answer`` on ``era`` (200 and none for a
+    result, or an error that takes no other status).
 
     A missing scope is 403 with a challenge naming no scope, an unusable token 401; on
     2026-07-28 an unknown method is 404 and the revision's header and capability errors 400;
-    on a 2025 session an unreachable store is 503."""
-    code = req.error_code
-    if code is None:
+    an unreachable store is 503."""
+    if type(answer) is not ErrorAnswer:
         return 200, []
-    if code == JsonRpcErrorCode.Forbidden and (req.error_data or {}).get("reason") == "insufficient_scope":
+    kind = answer.error_class
+    if kind is ErrorClass.INSUFFICIENT_SCOPE:
         challenge = AuthError.insufficient_scope(()).www_authenticate(None, include_scope=False) or "Bearer"
         return 403, [(b"www-authenticate", challenge.encode())]
-    if code == JsonRpcErrorCode.Unauthorized:
+    if kind is ErrorClass.UNAUTHORIZED:
         return 401, _UNAUTHORIZED
-    table = _MODERN_STATUS if req.era is Era.MODERN else _SESSION_STATUS
-    return table.get(code, 200), []  # type: ignore[call-overload]
+    return (_MODERN_STATUS if era is Era.MODERN else _SESSION_STATUS).get(kind, 200), []
 
 
 async def accepted(send: Send) -> None:
