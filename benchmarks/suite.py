@@ -17,7 +17,15 @@ from typing import Any
 
 from .harness.catalog import ALL, SERVERS
 from .harness.config import LOAD_CPU, NICE, OUT_DIR, PEERS_PY, SERVER_CPU, log
-from .harness.machine import ensure_peers_venv, find_tools, machine_info, peers_venv_ready, source_state, versions
+from .harness.machine import (
+    ensure_peers_venv,
+    find_tools,
+    load_average,
+    machine_info,
+    peers_venv_ready,
+    source_state,
+    versions,
+)
 from .harness.processes import stop_all
 from .harness.report import render_markdown, write_report
 from .harness.sampling import LoadSettings
@@ -66,6 +74,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     report: dict[str, Any] = {"meta": {}, "results": {}}
     failures = 0
     source_before = source_state()
+    load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="mcpbench-") as tmp:
         ctx = Ctx(tools=tools, python=python, load=load_settings, workdir=Path(tmp), sessions=args.sessions,
                   settle=0.1 if args.smoke else 0.5, repeat=args.repeat, session_repeat=args.session_repeat,
@@ -86,7 +95,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     report["meta"] = {
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "command": args.command_line,
-        "machine": machine_info(),
+        "machine": {**machine_info(), "loadavg_start": load_before, "loadavg_end": load_average()},
         "source": {**source_before, "changed_during_run": source_state() != source_before},
         "versions": versions(python, tools),
         "settings": _settings(args, tools.pinned, bool(tools.nice), elapsed),

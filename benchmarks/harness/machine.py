@@ -126,6 +126,14 @@ def source_state() -> dict[str, Any]:
             "mcpcore_diff_sha256": hashlib.sha256(dirty.encode()).hexdigest()[:12] if dirty else None}
 
 
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (/proc/loadavg): how busy a shared machine was."""
+    try:
+        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    except (OSError, ValueError):
+        return None
+
+
 def machine_info() -> dict[str, Any]:
     """CPU count and model, kernel, memory and Python of this machine."""
     model = "unknown"

@@ -75,7 +75,10 @@ def render_section(report: dict[str, Any], results_dir: str = "docs/bench") -> s
                f"pinned core, wrk ({s['connections']} connections) on the other; medians of {s['repeat']} runs of "
                f"{s['duration']} s. Ratios are mcpcore's req/s over the other server's, from the same run "
                f"(higher is better); the Redis row compares with the in-memory servers' `call_2025`. "
-               f"All tables: [{results_dir}/results.md]({PUBLISHED}/blob/main/{results_dir}/results.md).")
+               f"All tables: [{results_dir}/results.md]({PUBLISHED}/blob/main/{results_dir}/results.md)."
+               + (f" The machine was shared: load average {m['loadavg_start'][0]:.1f} at the start, "
+                  f"{m['loadavg_end'][0]:.1f} at the end, on {m['nproc']} CPUs." if m.get("loadavg_start")
+                  and m.get("loadavg_end") else ""))
     out.append("")
     out.append("| scenario | mcpcore req/s | " + " | ".join(f"vs {label}" for _, label in PEERS)
                + " | p99 vs bare Starlette |")
