@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 
 help:
 	@echo "make run        serve examples/everything.py on http://$(HOST):$(PORT)/mcp (HOST/PORT overridable)"
-	@echo "make test       run the whole suite (creates .venv when missing)"
+	@echo "make test       run the whole suite under coverage, gated (creates .venv when missing)"
 	@echo "make lint       ruff;  make typecheck: mypy --strict on mcpcore/"
 	@echo "make conformance  official conformance suites against the example server"
 	@echo "make bench      side-by-side benchmark (BENCH_ARGS='--duration 5');  make bench-smoke: a few seconds of it"
@@ -34,10 +34,12 @@ run: $(STAMP)
 run-stdio: $(STAMP)
 	$(PY) -m mcpcore run examples.everything:app --transport stdio
 
+# The whole suite under coverage: fails under [tool.coverage.report] fail_under of pyproject.toml.
 test: $(STAMP)
 	$(PY) -m tests.tools.ensure_system
 	$(PY) -m tests.tools.ensure_node
-	$(PY) -m pytest -q
+	$(PY) -m coverage run -m pytest -q
+	$(PY) -m coverage report
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
@@ -58,6 +60,7 @@ conformance: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m tests.tools.ensure_system
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
+	$(PY) -m benchmarks.openapi_cost
 
 bench-smoke: $(STAMP)
 	$(PY) -m tests.tools.ensure_system

@@ -37,10 +37,10 @@ from .transports.http_sse import HttpSseTransport
 from .transports.live import LiveSessions
 from .wiring import Stores, uses_request_input
 
+__all__ = ["McpApp"]
+
 if TYPE_CHECKING:
     from .auth.delegation import Delegation
-
-__all__ = ["McpApp"]
 
 log = logging.getLogger("mcpcore.app")
 
@@ -181,6 +181,12 @@ class McpApp:
             self.registry.add(obj)
         return self
 
+    def include_fastapi(self, api: Any, *, routes: Any = None, **options: Any) -> Any:
+        """A FastAPI app's routes as tools called in process (:func:`mcpcore.openapi.fastapi_tools`)."""
+        from .openapi import fastapi_tools
+        self.include(*(built := fastapi_tools(api, routes=routes, owner=self, **options)))
+        return built
+
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
         """``@app.tool`` / ``@app.tool(...)``: define and register a tool."""
         def deco(f: Any) -> Any:
@@ -289,9 +295,9 @@ class McpApp:
         self.dispatcher.closing.set()
 
     def end_keep_alive(self) -> None:
-        """From now on every response carries ``Connection: close``: once the server has stopped
-        listening, clients leave their keep-alive connections after their next answer instead of
-        writing a request into a connection the server is about to close."""
+        """From now on every response carries ``Connection: close``: once the server has stopped listening,
+        clients leave their keep-alive connections after their next answer instead of writing a request into
+        a connection the server is about to close."""
         self._draining = True
 
     async def shutdown(self) -> None:

@@ -11,19 +11,47 @@ default for a standalone app, off when mounted.
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _json
 from ._version import __version__
 from .protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 
 if TYPE_CHECKING:
-    from .app import McpApp
+    from .auth.base import Authenticator
+    from .config import Settings
+    from .server.dispatcher import Dispatcher
+    from .server.registry import Registry
 
-__all__ = ["landing_page", "server_card"]
+__all__ = ["Described", "landing_page", "server_card"]
 
 
-def _endpoint_url(app: McpApp, base: str) -> str:
+class Described(Protocol):
+    """What the landing page and the server card read of an app (:class:`~mcpcore.McpApp`)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def authenticator(self) -> Authenticator | None: ...
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+
+    @property
+    def server_info(self) -> dict[str, Any]: ...
+
+    @property
+    def instructions(self) -> str | None: ...
+
+
+def _endpoint_url(app: Described, base: str) -> str:
     public = app.settings.public_url
     return (public.rstrip("/") if public else base) + app.path
 
@@ -37,7 +65,7 @@ def _group(tool: Any) -> str:
     return "destructive"
 
 
-def _public(app: McpApp) -> tuple[list[Any], list[Any], list[Any]]:
+def _public(app: Described) -> tuple[list[Any], list[Any], list[Any]]:
     """The tools, listed resources and templates, and prompts every caller sees (none with auth on)."""
     if app.authenticator is not None:
         return [], [], []
@@ -47,7 +75,7 @@ def _public(app: McpApp) -> tuple[list[Any], list[Any], list[Any]]:
             [p for p in r.prompts.values() if p.visible_to is None])
 
 
-def server_card(app: McpApp, base: str) -> dict[str, Any]:
+def server_card(app: Described, base: str) -> dict[str, Any]:
     """The server card (SEP-1649): identity, endpoint, revisions, capabilities, definitions."""
     card: dict[str, Any] = {
         "name": app.server_info["name"],
@@ -82,7 +110,7 @@ li{margin:.3rem 0}.tag{font-size:12px;padding:1px 6px;border-radius:8px;backgrou
 """
 
 
-def landing_page(app: McpApp, base: str) -> str:
+def landing_page(app: Described, base: str) -> str:
     """An HTML page listing the tools (grouped), resources and prompts, with client snippets."""
     e = html.escape
     url = _endpoint_url(app, base)

@@ -9,15 +9,41 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .asgi_types import Send
 from .metrics import CallObserver, Metrics, enable
 
 if TYPE_CHECKING:
-    from .app import McpApp
+    from .config import Settings
+    from .server.dispatcher import Dispatcher
+    from .server.notify import Notifier
+    from .tasks import TaskService
+    from .wiring import Stores
 
-__all__ = ["REFRESH_SECONDS", "AppMetrics"]
+__all__ = ["REFRESH_SECONDS", "AppMetrics", "Observed"]
+
+
+class Observed(Protocol):
+    """What an app's metrics read of it (:class:`~mcpcore.McpApp`)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def telemetry(self) -> Any: ...
+
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+
+    @property
+    def notifier(self) -> Notifier: ...
+
+    @property
+    def stores(self) -> Stores: ...
+
+    @property
+    def tasks(self) -> TaskService | None: ...
 
 REFRESH_SECONDS = 5.0
 """How often a worker writes its gauges for the other workers' scrapes (multiprocess mode)."""
@@ -26,7 +52,7 @@ REFRESH_SECONDS = 5.0
 class AppMetrics:
     """The metrics of one app (``app.metrics``)."""
 
-    def __init__(self, app: McpApp) -> None:
+    def __init__(self, app: Observed) -> None:
         self.metrics: Metrics = enable()
         self.app = app
         self.path = app.settings.metrics_path

@@ -9,18 +9,31 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _json
 from .asgi_types import Message, Receive, Scope, Send
 from .auth import PRM_CACHE_CONTROL, metadata_routes, protected_resource_metadata
+from .landing import Described
 from .transports.cors import Cors
 from .transports.guard import OriginGuard, valid_host
 
 if TYPE_CHECKING:
-    from .app import McpApp
+    from .observability import AppMetrics
 
-__all__ = ["SideRoutes", "plain_json"]
+__all__ = ["SideRoutes", "Sided", "plain_json"]
+
+
+class Sided(Described, Protocol):
+    """What the side routes read of an app (:class:`~mcpcore.McpApp`)."""
+
+    @property
+    def landing(self) -> bool | None: ...
+
+    @property
+    def metrics(self) -> AppMetrics | None: ...
+
+    async def readiness(self) -> tuple[bool, dict[str, str]]: ...
 
 log = logging.getLogger("mcpcore.app")
 
@@ -28,7 +41,7 @@ log = logging.getLogger("mcpcore.app")
 class SideRoutes:
     """Serves an app's side routes (see :meth:`routes`)."""
 
-    def __init__(self, app: McpApp) -> None:
+    def __init__(self, app: Sided) -> None:
         self.app = app
         s = app.settings
         self.guard = OriginGuard((*s.allowed_origins, *s.cors_allowed_origins), s.allowed_hosts)

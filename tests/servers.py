@@ -38,12 +38,12 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def serve(target: str, env: dict[str, str] | None = None, port: int | None = None,
-          health_path: str = "/healthz", uvicorn: list[str] | None = None,
+          health_path: str = "/healthz", uvicorn: list[str] | None = None, startup_timeout: float = 20.0,
           ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Serve any ASGI app ``target`` with ``mcpcore run`` (or, given ``uvicorn``, with plain
     ``uvicorn`` and those options) on a free loopback port until ``health_path`` answers 200;
     yields the base URL and the process, stopped by PID at the end (SIGTERM, then SIGKILL after
-    10 s). Its stderr is kept: :func:`server_log`."""
+    10 s). Its stderr is kept: :func:`server_log`. ``startup_timeout``: seconds it may take to answer."""
     port = port or free_port()
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
@@ -54,7 +54,7 @@ def serve(target: str, env: dict[str, str] | None = None, port: int | None = Non
     base = f"http://127.0.0.1:{port}"
     LOGS[base] = log
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + startup_timeout
         while True:
             if proc.poll() is not None:
                 log.seek(0)
@@ -66,7 +66,7 @@ def serve(target: str, env: dict[str, str] | None = None, port: int | None = Non
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{target} did not start within 20 s")
+                raise RuntimeError(f"{target} did not start within {startup_timeout:g} s")
             time.sleep(0.05)
         yield base, proc
     finally:

@@ -180,7 +180,8 @@ def test_mistakes_are_one_line_with_the_fix(server_url: str) -> None:
 def test_a_server_that_wants_a_token() -> None:
     with run_server(env={"MCP_AUTH_MODE": "jwt", "MCP_AUTH_SECRET_KEY": SECRET}) as url:
         refused = cli("list", url)
-        assert refused.returncode == 2 and "wants credentials: pass --token TOKEN" in refused.stderr
+        assert refused.returncode == 2
+        assert "wants credentials: sign in with --oauth, or pass --token TOKEN" in refused.stderr
         assert "search" in {t["name"] for t in out_json(cli("list", url, "--token", token()))}
 
 

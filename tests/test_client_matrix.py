@@ -9,6 +9,11 @@ A tool error must reach each of them as an ``isError`` result whose text carries
 the recovery hint, with the envelope in ``_meta["dev.mcpcore/error"]``; none may throw. The one
 failure that is a JSON-RPC error by the spec is a capability the 2026-07-28 request did not
 declare (``-32021``, checked by the official conformance suite); its message carries the hint.
+
+The same clients, over HTTP in each era they speak, also list and call tools generated from a
+FastAPI app's routes (mcpcore.openapi; tests/apps/openapi_fastapi.py): path, query and body
+arguments, a self-referencing model, an answer that departs from its declared schema (which the
+clients' own output validation must accept), an API error and invalid arguments.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 import pytest
 
 from mcpcore.errors import TOOL_ERROR_META
-from tests.servers import ROOT, run_server
+from tests.servers import ROOT, run_server, serve
 from tests.tools import ensure_node
 
 pytestmark = pytest.mark.slow
@@ -175,13 +180,13 @@ def test_typescript(server_url: str, sdk: str, era: str, transport: str) -> None
 
 # -- Python: the official mcp client 2.3 -------------------------------------------------------
 
-async def _python_steps(target: Any, era: str) -> list[dict[str, Any]]:
+async def _python_steps(target: Any, era: str, cases: list[Case] = CASES) -> list[dict[str, Any]]:
     from mcp import Client, MCPError
 
     seen: list[dict[str, Any]] = []
     async with Client(target, mode="2026-07-28" if era == "modern" else "legacy") as client:
         assert client.protocol_version == ("2026-07-28" if era == "modern" else "2025-11-25")
-        for case in CASES:
+        for case in cases:
             step = case.step
             try:
                 if step["op"] == "list":
@@ -260,3 +265,66 @@ def test_inspector(server_url: str, era: str, transport: str, tmp_path: Path) ->
         proc = _inspector(_inspector_args(case.step), era, transport, server_url, tmp_path)
         row[case.name] = outcome(case, _inspector_seen(proc), exit_code=proc.returncode)
     assert row == expected(era)
+
+
+# -- tools generated from a FastAPI app's routes (mcpcore.openapi), called in process ----------
+
+OPENAPI_CASES = [
+    Case("list generated tools", {"op": "list"},
+         check={"names": ["get_item", "create_item", "put_category", "drifting", "stream_lines"]}),
+    Case("path and query", {"op": "call", "name": "get_item", "arguments": {"item_id": 1}},
+         check={"structured": {"id": 1, "name": "lamp", "price": 12.5, "tags": ["home"], "owner": None}}),
+    Case("body", {"op": "call", "name": "create_item", "arguments": {"name": "desk", "price": 5, "dry_run": True}},
+         check={"text": '"name":"desk"'}),
+    Case("cyclic model", {"op": "call", "name": "put_category",
+                          "arguments": {"name": "a", "children": [{"name": "b", "children": []}]}},
+         check={"structured": {"name": "a", "children": [{"name": "b", "children": []}]}}),
+    Case("answer departing from its schema", {"op": "call", "name": "drifting", "arguments": {"item_id": 3}},
+         check={"structured": {"id": 3, "status": "archived", "color": "red", "nested": {"deep": [1, 2]}}}),
+    Case("API error", {"op": "call", "name": "get_item", "arguments": {"item_id": 404}},
+         Failure(-32001, "api_error", 'GET /items/{item_id} answered 404 Not Found: {"detail":"no item 404"}',
+                 "Nothing exists at these identifiers; check them (list or search first) and call again.")),
+    Case("generated tool, invalid args", {"op": "call", "name": "get_item", "arguments": {"item_id": "one"}},
+         Failure(-32602, "invalid_arguments", "Invalid arguments: item_id: should be of type integer",
+                 INVALID_ARGS_HINT)),
+]
+
+
+@pytest.fixture(scope="module")
+def openapi_url() -> Iterator[str]:
+    """The FastAPI app of tests/apps/openapi_fastapi.py under uvicorn, its tools at /mcp/."""
+    with serve("tests.apps.openapi_fastapi:app", health_path="/items/1") as (base, _):
+        yield f"{base}/mcp/"
+
+
+@pytest.mark.parametrize(("sdk", "era"), [("sdk1", "legacy"), ("sdk2", "legacy"), ("sdk2", "modern")])
+def test_generated_tools_typescript(openapi_url: str, sdk: str, era: str) -> None:
+    modules = ensure_node.ensure("client")
+    plan = {"sdk": sdk, "era": era, "url": openapi_url, "steps": [c.step for c in OPENAPI_CASES]}
+    proc = subprocess.run([str(ensure_node.node_bin() / "node"), str(SCRIPT)], input=json.dumps(plan),
+                          env={**ensure_node.env(), "MCP_CLIENT_MODULES": str(modules)},
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    row = {c.name: outcome(c, seen) for c, seen in zip(OPENAPI_CASES, out["steps"], strict=True)}
+    assert row == {c.name: "tool error" if c.failure else "ok" for c in OPENAPI_CASES}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_generated_tools_python(openapi_url: str, era: str) -> None:
+    steps = await _python_steps(openapi_url, era, OPENAPI_CASES)
+    row = {c.name: outcome(c, seen) for c, seen in zip(OPENAPI_CASES, steps, strict=True)}
+    assert row == {c.name: "tool error" if c.failure else "ok" for c in OPENAPI_CASES}
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_generated_tools_inspector(openapi_url: str, era: str, tmp_path: Path) -> None:
+    http = ["--transport", "http"]  # the URL ends in /mcp/, from which the Inspector cannot tell
+    strict = _inspector([*http, "--method", "tools/list", "--strict"], era, "http", openapi_url, tmp_path)
+    assert strict.returncode == 0 and "schemaFindings" not in json.loads(strict.stdout), strict.stderr[-2000:]
+    row = {}
+    for case in OPENAPI_CASES:
+        proc = _inspector([*http, *_inspector_args(case.step)], era, "http", openapi_url, tmp_path)
+        row[case.name] = outcome(case, _inspector_seen(proc), exit_code=proc.returncode)
+    assert row == {c.name: "tool error" if c.failure else "ok" for c in OPENAPI_CASES}

@@ -208,3 +208,32 @@ def test_configuration_refuses_other_forms_without_echoing_secrets(text: str) ->
     with pytest.raises(ConfigurationError, match="expected none") as refused:
         credentials_from_config(text)
     assert "sk-literal" not in str(refused.value)
+
+
+async def test_openapi_tools_carry_the_policys_credential(provider: Provider) -> None:
+    """A tool generated from an OpenAPI document sends the delegated token of its caller, and
+    nothing of the caller's own (mcpcore.openapi takes the same policies)."""
+    from mcpcore.openapi import ALL, openapi_tools
+    from mcpcore.openapi.call import AppTransport
+
+    provider.set_exchange_ttl(300)
+    backend = Backend()
+    document = {"openapi": "3.1.0", "info": {"title": "billing", "version": "1"}, "paths": {"/echo": {"get": {
+        "operationId": "billing_echo", "summary": "What the billing API received",
+        "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}}}}}}
+    client = httpx.AsyncClient(transport=AppTransport(backend.app), base_url="https://billing.example")
+    tools = openapi_tools(document, client=client, routes=ALL, credentials=DelegatedToken("billing"))
+    app = McpApp("gen", tools=tools, delegation=delegation(provider),
+                 settings=Settings.from_env({"MCP_AUTH_MODE": "jwt", "MCP_AUTH_SECRET_KEY": SUBJECT_SECRET}))
+    alice = caller_token("alice", aud=API)
+    async with McpTestClient(app, era="modern", headers={"authorization": f"Bearer {alice}"}) as c:
+        header = (await c.call_tool("billing_echo", {}))["structuredContent"]["authorization"]
+    keys = httpx.get(provider.jwks_uri).json()["keys"]
+    claims = jwt.decode(header.removeprefix("Bearer "), jwt.PyJWK(keys[0]), algorithms=["ES256"], audience=BILLING,
+                        issuer=provider.issuer)
+    assert claims["sub"] == "alice" and alice not in str(backend.seen)
+    plain = openapi_tools(document, client=client, routes=ALL)  # the default: nothing
+    app2 = McpApp("plain", tools=plain,
+                  settings=Settings.from_env({"MCP_AUTH_MODE": "jwt", "MCP_AUTH_SECRET_KEY": SUBJECT_SECRET}))
+    async with McpTestClient(app2, era="modern", headers={"authorization": f"Bearer {alice}"}) as c:
+        assert (await c.call_tool("billing_echo", {}))["structuredContent"]["authorization"] is None

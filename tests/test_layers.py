@@ -1,5 +1,6 @@
 """The house's rules, checked: imports run one way between the layers (no module imports a
 layer above its own; ``if TYPE_CHECKING:`` imports, which never run, may name one for a type),
+no two modules import each other, even through others, even only for types,
 no module of mcpcore/ is over 400 lines, and docs/architecture.md names only modules that exist."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"protocol", "security", "redis_client", "redis_sentinel", "redis_startup", "client"},
     {"context", "storage", "bus", "sessions", "auth", "telemetry", "layer", "credentials"},
     {"definitions", "extensions"},
-    {"server", "lint", "middleware", "tasks"},
+    {"server", "lint", "middleware", "tasks", "openapi"},
     {"runtime", "transports"},
     {"landing", "side_routes", "serving", "http_limits", "wiring", "state_layer", "stack", "observability"},
     {"app"},
@@ -46,12 +47,13 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def runtime_imports(module: str, path: Path) -> list[tuple[int, str]]:
-    """``(line, imported module)`` for every import that runs (not under ``if TYPE_CHECKING:``)."""
+def runtime_imports(module: str, path: Path, *, typing_too: bool = False) -> list[tuple[int, str]]:
+    """``(line, imported module)`` for every import that runs (not under ``if TYPE_CHECKING:``,
+    unless ``typing_too``), at module level or in a function."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     typing_only: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not typing_too and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             typing_only.update(id(sub) for stmt in node.body for sub in ast.walk(stmt))
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found = []
@@ -82,6 +84,76 @@ def test_imports_flow_one_way_between_layers() -> None:
             if layer_of(target) > mine:
                 upward.append(f"{path.relative_to(ROOT)}:{line} imports {target} (layer {layer_of(target)} > {mine})")
     assert not upward, "imports that climb a layer:\n" + "\n".join(upward)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of mcpcore it imports anywhere (``if TYPE_CHECKING:`` and function
+    bodies included); ``from package import name`` counts the submodule when ``name`` is one."""
+    known = modules()
+    graph: dict[str, set[str]] = {}
+    for module, path in known.items():
+        targets = set()
+        for _, target in runtime_imports(module, path, typing_too=True):
+            if target in known:
+                targets.add(target)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                parts = package.split(".")
+                base = ".".join([*parts[: len(parts) - node.level + 1], node.module]) if node.level else node.module
+                targets.update(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known)
+        targets.discard(module)
+        graph[module] = targets
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_not_even_for_types() -> None:
+    graph = import_graph()
+    found = cycles(graph)
+    detail = ["  " + " <-> ".join(c) + ": " + "; ".join(f"{a} imports {b}" for a in c for b in sorted(graph[a])
+                                                          if b in c) for c in found]
+    assert not found, "import cycles (TYPE_CHECKING and function-level imports count too):\n" + "\n".join(detail)
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
 
 
 def test_every_package_of_mcpcore_has_a_layer() -> None:

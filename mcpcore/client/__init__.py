@@ -5,8 +5,12 @@ from ..errors import McpError
 from .asgi import StreamingASGITransport
 from .client import TASKS_EXTENSION, Client, task_of
 from .listen import Subscription
+from .loopback import LoopbackRedirect
+from .oauth import OAuth, OAuthError
 from .session import Handler
 from .sse import header_value, parse_sse
+from .tokens import FileTokenStore, MemoryTokenStore, TokenStore
 
-__all__ = ["TASKS_EXTENSION", "Client", "Handler", "McpError", "StreamingASGITransport", "Subscription",
+__all__ = ["TASKS_EXTENSION", "Client", "FileTokenStore", "Handler", "LoopbackRedirect", "McpError",
+           "MemoryTokenStore", "OAuth", "OAuthError", "StreamingASGITransport", "Subscription", "TokenStore",
            "header_value", "parse_sse", "task_of"]

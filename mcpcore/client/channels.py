@@ -30,7 +30,8 @@ def http_error(status: int, text: str) -> McpError:
     detail = " ".join(text.split())[:300] or "no body"
     if status == 401:
         err = McpError(JsonRpcErrorCode.Unauthorized,
-                       f"HTTP 401: the server wants credentials (pass auth= a token or an httpx.Auth): {detail}")
+                       "HTTP 401: the server wants credentials (pass auth= a token, OAuth() to sign in, or an "
+                       f"httpx.Auth): {detail}")
     elif status == 403:
         err = McpError(JsonRpcErrorCode.Forbidden, f"HTTP 403: the server refused these credentials: {detail}")
     elif status == 404:

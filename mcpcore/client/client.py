@@ -56,7 +56,8 @@ class Client(Session):
     they answer ``input_required`` results, and the call is retried with the answers and the
     ``requestState``. The client declares the capabilities of the handlers it has unless
     ``capabilities=`` says otherwise. ``on_log`` gets each ``notifications/message``'s params
-    (``log_level`` asks for them); ``auth`` is a bearer token or an ``httpx.Auth``.
+    (``log_level`` asks for them); ``auth`` is a bearer token, :class:`~mcpcore.client.OAuth` (sign in
+    where the server asks, docs/client.md) or an ``httpx.Auth``.
     """
 
     async def __aenter__(self) -> Client:

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from ..errors import JsonRpcErrorCode, McpError, error_object
+from ..protocol.methods import BY_NAME
 from ..protocol.versions import (
     LATEST_LEGACY,
     LEGACY_VERSIONS,
@@ -26,6 +27,7 @@ from ..protocol.versions import (
 )
 from .asgi import StreamingASGITransport
 from .channels import BearerAuth, HttpChannel, StdioChannel
+from .oauth import OAuth
 from .sse import header_value
 
 __all__ = ["TASKS_EXTENSION", "Handler", "Session"]
@@ -35,7 +37,6 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]] | dict[str, Any]]
 """Answers one kind of request from the server: gets its ``params``, returns its result."""
 
-_NAMED = frozenset({"tools/call", "prompts/get", "resources/read", "tasks/get", "tasks/update", "tasks/cancel"})
 _CAPABILITY_OF = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 
 
@@ -134,6 +135,10 @@ class Session:
             transport: httpx.AsyncBaseTransport = StreamingASGITransport(self.app)
         else:
             transport = httpx.AsyncHTTPTransport()
+        if isinstance(self.auth, OAuth):
+            self.auth.server = self.auth.server or self.url
+            if self.app is not None:
+                self.auth.transport = transport
         http = httpx.AsyncClient(transport=transport, timeout=self.timeout, auth=self.auth)
         self._channel = HttpChannel(http, self._on_message)
 
@@ -179,9 +184,9 @@ class Session:
             h["mcp-protocol-version"] = self.protocol_version
             if method:
                 h["mcp-method"] = method
-                field = "uri" if method == "resources/read" else "taskId" if method.startswith("tasks/") else "name"
-                name = (params or {}).get(field)
-                if method in _NAMED and isinstance(name, str):
+                m = BY_NAME.get(method)
+                name = (params or {}).get(m.names_by) if m is not None and m.mirrored and m.names_by else None
+                if isinstance(name, str):
                     h["mcp-name"] = header_value(name)
         else:
             if self.session_id:

@@ -1,4 +1,4 @@
-"""The verbs around a server: ``list``, ``call``, ``inspect``, ``dev``, ``install``
+"""The verbs around a server: ``list``, ``call``, ``inspect``, ``dev``, ``install``, ``logout``
 (``mcpcore run`` and ``mcpcore lint`` live in :mod:`mcpcore.cli`)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 __all__ = ["VERBS", "add_verbs", "run_verb"]
 
-VERBS = ("list", "call", "inspect", "dev", "install")
+VERBS = ("list", "call", "inspect", "dev", "install", "logout")
 
 _TARGET = ("the server: a URL (http://127.0.0.1:8000/mcp), or module:app to run it in this process "
            "(no port); or leave it out and give --stdio")
@@ -21,6 +21,15 @@ def _client_options(p: argparse.ArgumentParser, json_flag: str = "--json") -> No
     p.add_argument("--era", choices=("auto", "modern", "legacy"), default="auto",
                    help="protocol era: auto tries 2026-07-28 (server/discover), then the 2025 handshake")
     p.add_argument("--token", default=None, help="a bearer token sent as 'Authorization: Bearer TOKEN' (URLs)")
+    p.add_argument("--oauth", action="store_true",
+                   help="sign in with OAuth when the server asks (URLs): the browser opens (or the URL is printed), "
+                        "the tokens are kept in the user's config folder for the next run; `mcpcore logout URL` "
+                        "forgets them")
+    p.add_argument("--oauth-client", default=None, metavar="ID|URL",
+                   help="with --oauth: the client to sign in as, a client id registered at the authorization server "
+                        "or the https URL of this client's metadata document (default: register dynamically)")
+    p.add_argument("--oauth-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="with --oauth: how long to wait for the sign-in in the browser (default 300)")
     p.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
                    help="an extra HTTP header on every request; repeatable")
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
@@ -100,6 +109,12 @@ def _add(sub: Any) -> None:
                         "(.mcp.json, .cursor/mcp.json, .vscode/mcp.json)")
     p.add_argument("--dry-run", action="store_true", help="print the change to the file; write nothing")
 
+    p = sub.add_parser("logout", help="forget the OAuth tokens --oauth keeps for a server, revoking them there",
+                       description="Revoke the grant at the server's authorization server (when it can be told) "
+                                   "and forget the tokens and the client --oauth kept for it.")
+    p.add_argument("url", nargs="?", default=None, help="the server's URL, as given to --oauth")
+    p.add_argument("--all", action="store_true", dest="all_servers", help="every server with kept tokens")
+
 
 def run_verb(args: argparse.Namespace) -> int:
     """Run one verb; a usage or connection mistake is one line on stderr and exit 2."""
@@ -118,6 +133,10 @@ def run_verb(args: argparse.Namespace) -> int:
             from .install import install_command
 
             return install_command(args)
+        if verb == "logout":
+            from .signin import logout_command
+
+            return asyncio.run(logout_command(args))
         from .verbs import call_command, inspect_command, list_command
 
         command = {"list": list_command, "call": call_command, "inspect": inspect_command}[verb]

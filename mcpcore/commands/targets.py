@@ -15,17 +15,13 @@ from typing import Any
 
 import httpx
 
-from ..client import Client, Handler
+from ..client import Client, Handler, OAuthError
 from ..errors import ConfigurationError, McpError
+from .errors import UsageError
 
 __all__ = ["Target", "UsageError", "connect", "load_mcp_app", "parse_target"]
 
 _MODULE = re.compile(r"^[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?$")
-
-
-class UsageError(Exception):
-    """A mistake on the command line or a server that cannot be reached: printed as one line
-    (with the fix), exit 2."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +90,11 @@ def quiet_app_logs(verbose: bool) -> None:
 @contextlib.asynccontextmanager
 async def connect(target: Target, *, era: str = "auto", token: str | None = None, headers: list[str] | None = None,
                   seconds: float = 60.0, handlers: dict[str, Handler] | None = None, log_level: str | None = None,
-                  on_log: Any = None, verbose: bool = False) -> AsyncIterator[Client]:
+                  on_log: Any = None, verbose: bool = False, oauth: bool = False, oauth_client: str | None = None,
+                  oauth_timeout: float = 300.0) -> AsyncIterator[Client]:
     """A connected :class:`~mcpcore.client.Client` for ``target``; connection failures become
-    one-line :class:`UsageError`."""
+    one-line :class:`UsageError`. ``oauth``: sign in when the server asks (a URL only), the tokens
+    kept in the user's config folder."""
     extra: dict[str, str] = {}
     for h in headers or []:
         name, sep, value = h.partition(":")
@@ -106,6 +104,13 @@ async def connect(target: Target, *, era: str = "auto", token: str | None = None
     options: dict[str, Any] = {"era": era, "headers": extra, "timeout": seconds, "handlers": handlers,
                                "log_level": log_level, "on_log": on_log,
                                "client_info": {"name": "mcpcore-cli", "version": _version()}}
+    if oauth and token is not None:
+        raise UsageError("give --oauth or --token, not both")
+    if oauth_client is not None and not oauth:
+        raise UsageError("--oauth-client goes with --oauth")
+    if oauth and target.url is None:
+        raise UsageError("--oauth signs in to a URL: an app run in this process or over stdio has no address a "
+                         "browser comes back to; serve it (`mcpcore run module:app`) and pass its URL")
     if target.command:
         if token is not None:
             raise UsageError("--token applies to a URL; pass a stdio server its credentials in its environment")
@@ -115,7 +120,10 @@ async def connect(target: Target, *, era: str = "auto", token: str | None = None
         app = load_mcp_app(target.module)
         client = Client(app, auth=token, path=getattr(app, "path", "/mcp"), **options)
     else:
-        client = Client(target.url, auth=token, **options)
+        from .signin import cli_oauth
+
+        auth = cli_oauth(target.url, oauth_client, oauth_timeout) if oauth and target.url else token
+        client = Client(target.url, auth=auth, **options)
     try:
         await client.__aenter__()
     except httpx.ConnectError as exc:
@@ -123,10 +131,13 @@ async def connect(target: Target, *, era: str = "auto", token: str | None = None
                          "starts one)") from None
     except httpx.HTTPError as exc:
         raise UsageError(f"cannot talk to {target}: {type(exc).__name__}: {exc}") from None
+    except OAuthError as exc:
+        raise UsageError(f"signing in to {target} failed: {exc.message}") from None
     except McpError as exc:
         if getattr(exc, "http_status", None) == 401:
-            raise UsageError(f"{target} wants credentials: pass --token TOKEN (or --header 'Authorization: ...')") \
-                from None
+            hint = "sign in with --oauth, or pass --token TOKEN" if target.url and not oauth and token is None \
+                else "pass --token TOKEN (or --header 'Authorization: ...')"
+            raise UsageError(f"{target} wants credentials: {hint}") from None
         raise UsageError(f"{target}: {exc.message}") from None
     try:
         yield client

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _json
-from ..client import Client, Handler, task_of
+from ..client import Client, Handler, OAuthError, task_of
 from ..errors import McpError
 from .console import ask_on_terminal, compact, dump_json, first_line, print_result, progress_printer, signature
 from .targets import Target, UsageError, connect, load_mcp_app, parse_target
@@ -28,7 +28,8 @@ def _as_json(args: argparse.Namespace) -> bool:
 
 def _connect(args: argparse.Namespace, target: Target, **more: Any) -> Any:
     return connect(target, era=args.era, token=args.token, headers=args.header, seconds=args.timeout,
-                   verbose=args.verbose, **more)
+                   verbose=args.verbose, oauth=args.oauth, oauth_client=args.oauth_client,
+                   oauth_timeout=args.oauth_timeout, **more)
 
 
 async def _items(client: Client, kind: str) -> list[dict[str, Any]]:
@@ -218,6 +219,9 @@ def report_error(verb: str, exc: BaseException) -> int:
     """Print a verb's failure as one line; the exit code (2: usage or connection, 1: the server)."""
     if isinstance(exc, UsageError):
         print(f"mcpcore {verb}: {exc}", file=sys.stderr)
+        return 2
+    if isinstance(exc, OAuthError):
+        print(f"mcpcore {verb}: signing in failed: {exc.message}", file=sys.stderr)
         return 2
     if isinstance(exc, McpError):
         print(f"mcpcore {verb}: error {exc.code}: {exc.message}", file=sys.stderr)

@@ -4,16 +4,30 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..logs import LEVELS, redact
 
 if TYPE_CHECKING:
-    from .context import Context
+    from .inbound import Inbound
 
 __all__ = ["ContextLogger"]
 
 _logger = logging.getLogger("mcpcore.handler")
+
+
+class Logged(Protocol):
+    """What the logger reads of its :class:`~mcpcore.context.Context`."""
+
+    _req: Inbound
+    extra: Mapping[str, Any] | None
+
+    @property
+    def operation(self) -> str | None: ...
+
+    def _correlation(self) -> dict[str, Any]: ...
+
+    def _post(self, message: dict[str, Any]) -> None: ...
 
 
 class ContextLogger:
@@ -28,7 +42,7 @@ class ContextLogger:
 
     __slots__ = ("_ctx",)
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Logged) -> None:
         self._ctx = ctx
 
     def debug(self, msg: str, data: Mapping[str, Any] | None = None, /, **fields: Any) -> None:

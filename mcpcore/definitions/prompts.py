@@ -51,6 +51,8 @@ class PromptDefinition:
     """Who sees and may get the prompt (``None``: every caller)."""
     direct: Callable[..., Any] | None = None
     """The function itself when it is a coroutine function (called without the thread hop)."""
+    pipeline: Any = field(default=None, init=False, repr=False)
+    """How it is invoked (``mcpcore.server.invoke.Pipeline``): built on its first call, kept."""
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}

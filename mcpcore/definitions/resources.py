@@ -76,6 +76,8 @@ class ResourceDefinition:
     """Who sees and may read it (``None``: every caller)."""
     direct: Callable[..., Any] | None = None
     """The function itself when it is a coroutine function (called without the thread hop)."""
+    pipeline: Any = field(default=None, init=False, repr=False)
+    """How it is invoked (``mcpcore.server.invoke.Pipeline``): built on its first call, kept."""
 
     @property
     def is_template(self) -> bool:

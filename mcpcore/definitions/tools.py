@@ -109,6 +109,8 @@ class ToolDefinition:
     """How the tool runs as a task (``None``: it never does)."""
     unwrapped: bool = field(init=False, default=False)
     """2026-07-28 carries a non-object result as is (any JSON ``structuredContent``)."""
+    pipeline: Any = field(default=None, init=False, repr=False)
+    """How it is invoked (``mcpcore.server.invoke.Pipeline``): built on its first call, kept."""
 
     def __post_init__(self) -> None:
         self.unwrapped = self.output is not None and self.output.wrap and self.enrichment is None

@@ -22,7 +22,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from .. import _json
@@ -36,9 +36,11 @@ from .frontmatter import FrontmatterError, parse_frontmatter
 from .skill_files import list_files, read_within
 
 if TYPE_CHECKING:
-    from ..app import McpApp
+    from ..config import Settings
     from ..context import Inbound
     from ..server.core import ServerCore
+    from ..server.dispatcher import Dispatcher
+    from ..server.registry import Registry
 
 __all__ = ["MAX_FILES", "MAX_TOTAL_BYTES", "Skill", "SkillFile", "Skills", "serve_skills"]
 
@@ -309,7 +311,20 @@ def _caller(fn: Any) -> Any:
     return call
 
 
-def serve_skills(app: McpApp, skills: Skills | str | os.PathLike[str]) -> Skills:
+class SkillHost(Protocol):
+    """What :func:`serve_skills` reads of an app (:class:`~mcpcore.McpApp`)."""
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+
+
+def serve_skills(app: SkillHost, skills: Skills | str | os.PathLike[str]) -> Skills:
     """Register ``skills`` on ``app``: its files as resources, the methods, the declaration."""
     s = skills if isinstance(skills, Skills) else Skills(skills)
     for d in s.definitions():

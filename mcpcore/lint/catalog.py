@@ -167,6 +167,10 @@ _CATALOG: tuple[Rule, ...] = (
     Rule("prompt-argument-description", "warning",
          "Every prompt argument has a description.",
          "annotate the parameter with Field(description=...)"),
+    # generated tools
+    Rule("openapi-skipped", "warning",
+         "Every operation selected from an OpenAPI document became a tool (reported on the set's first tool).",
+         "fix the document where the finding points, or leave the operation out of routes="),
     # suppressions
     Rule("lint-ignore-stale", "warning",
          "Every lint_ignore entry names a known rule and silences at least one finding.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..definitions.resources import ResourceDefinition
 from ..definitions.tools import ToolDefinition
@@ -17,13 +17,18 @@ from .definitions import check_annotations, check_prompt, check_resource, check_
 from .dependencies import check_dependencies, check_visibility
 from .enrichment import check_capped_list, check_enrichment
 from .findings import Finding, LintReport
+from .openapi import check_openapi
 from .parity import check_format_parity
 from .schemas import check_portability, check_serializable
 from .signatures import check_fail_contract, check_signature
 from .text import check_description, check_name, check_names_across
 
-if TYPE_CHECKING:
-    from ..app import McpApp
+
+class HasRegistry(Protocol):
+    """An app, as :func:`lint_app` reads it: its definitions (:class:`~mcpcore.McpApp` is one)."""
+
+    @property
+    def registry(self) -> Registry: ...
 
 __all__ = ["IGNORE_ATTR", "lint_app", "lint_definitions", "lint_ignore"]
 
@@ -96,6 +101,7 @@ def _check_one(subject: Subject, sink: Sink) -> None:
         check_annotations(subject, d, sink)
         check_dependencies(subject, d, sink)
         check_visibility(subject, d, sink)
+        check_openapi(subject, d, sink)
     elif isinstance(d, ResourceDefinition):
         what = "resources/templates/list" if d.is_template else "resources/list"
         check_serializable(subject, d.template_listing() if d.is_template else d.listing(), what, sink)
@@ -203,7 +209,7 @@ def _suppress(found: list[tuple[Subject, Finding, bool]], extra: Mapping[str, li
 
 
 def lint_app(
-    app_or_registry: McpApp | Registry,
+    app_or_registry: HasRegistry | Registry,
     *,
     portability: Portability = "standard",
     ignore: Mapping[str, Iterable[str]] | None = None,

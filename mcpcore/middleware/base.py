@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import Context, Inbound
 from ..layer import Layer
+from ..protocol.methods import BY_NAME, METHODS
 from ..server.visibility import named_definition
 
 if TYPE_CHECKING:
@@ -20,20 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HOOKS", "Call", "CallNext", "Middleware", "overridden"]
 
-HOOKS: dict[str, str] = {
-    "tools/call": "on_call_tool",
-    "resources/read": "on_read_resource",
-    "prompts/get": "on_get_prompt",
-    "tools/list": "on_list_tools",
-    "resources/list": "on_list_resources",
-    "resources/templates/list": "on_list_resource_templates",
-    "prompts/list": "on_list_prompts",
-    "completion/complete": "on_complete",
-    "resources/subscribe": "on_subscribe",
-    "resources/unsubscribe": "on_unsubscribe",
-    "subscriptions/listen": "on_listen",
-    "initialize": "on_initialize",
-}
+HOOKS: dict[str, str] = {m.name: m.hook for m in METHODS if m.hook is not None}
 """The method each per-method hook wraps."""
 
 
@@ -66,8 +54,9 @@ class Call:
     def name(self) -> str | None:
         """What the call names: the tool or prompt (``params.name``) or the resource
         (``params.uri``); ``None`` for other methods."""
-        value = self.params.get("uri" if self.method in ("resources/read", "resources/subscribe",
-                                                         "resources/unsubscribe") else "name")
+        m = BY_NAME.get(self.method)
+        value = self.params.get(m.names_by if m is not None and m.names_by is not None and m.names is not None
+                                else "name")
         return value if type(value) is str else None
 
     @property

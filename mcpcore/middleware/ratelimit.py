@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigurationError, JsonRpcErrorCode, McpError
 from ..metrics import count_rate_limited
+from ..protocol.methods import METHODS
 from .base import Call, CallNext, Middleware
 from .windows import MemoryWindows, RedisWindows, Windows
 
@@ -31,7 +32,7 @@ log = logging.getLogger("mcpcore.ratelimit")
 KeyPart = Literal["identity", "tenant", "tool", "method"]
 KeyFunction = Callable[[Call], str | None]
 _WARN_EVERY = 60.0
-_NAMING = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe"})
+_NAMING = frozenset(m.name for m in METHODS if m.names is not None)
 
 
 def caller_key(call: Call) -> str:

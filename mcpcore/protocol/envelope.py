@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import JsonRpcErrorCode, McpError, quoted
 from ..logs import LEVELS
+from .methods import METHODS
 from .versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
 
 __all__ = ["MODERN", "check_headers", "decode_header_value", "invalid_log_level", "missing_meta", "unsupported_version"]
@@ -66,14 +67,9 @@ def _same(header: str, body: Any) -> bool:
     return type(body) is str and header == body
 
 
-_NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
-               # SEP-2663: a task's requests carry its id, so a load balancer may route by it
-               "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+_NAME_FIELD = {m.name: m.names_by for m in METHODS if m.mirrored}
 # The header bytes of the versions and method names a matching request carries verbatim.
-_ASCII = {v: v.encode() for v in (*MODERN_VERSIONS, "initialize", "ping", "tools/list", "tools/call", "prompts/list",
-                                  "prompts/get", "resources/list", "resources/read", "resources/templates/list",
-                                  "completion/complete", "logging/setLevel", "server/discover",
-                                  "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel")}
+_ASCII = {v: v.encode() for v in (*MODERN_VERSIONS, *(m.name for m in METHODS))}
 
 
 def check_headers(headers: Mapping[bytes, bytes], msg: Mapping[str, Any], version: str,

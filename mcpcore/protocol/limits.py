@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import JsonRpcErrorCode, McpError
+from .methods import METHODS
 
 __all__ = ["MAX_ARGUMENT_KEY", "MAX_ID", "MAX_METHOD", "MAX_NAME", "MAX_TOKEN", "MAX_URI", "SHORTEST_BOUND",
            "check_params"]
@@ -33,8 +34,8 @@ SHORTEST_BOUND = min(MAX_ID, MAX_TOKEN, MAX_NAME, MAX_URI, MAX_ARGUMENT_KEY)
 """A message of at most this many bytes holds no string past any bound (a JSON string takes at
 least a byte per character), so a transport may skip :func:`check_params` for it."""
 
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
-          "resources/unsubscribe": "uri", "skills/get": "uri", "resources/directory/read": "uri"}
+# The names and URIs a call names (a task id is the server's own, checked by the task store).
+_NAMED = {m.name: m.names_by for m in METHODS if m.names_by == "name" or m.names_by == "uri"}
 
 
 def _too_long(what: str, limit: int) -> McpError:

@@ -25,12 +25,12 @@ from .registry import Registry
 from .visibility import may_see_uri
 
 if TYPE_CHECKING:
+    from ..bus.base import BusEvent
     from ..definitions.tools import ToolDefinition
     from ..sessions.base import SessionRecord, SessionStore
     from ..telemetry import Telemetry
-    from .listen import ListenTopic
 
-__all__ = ["Handler", "ServerCore", "TaskCalls"]
+__all__ = ["Handler", "ListenTopic", "ServerCore", "TaskCalls"]
 
 # The 2025-11-25 ``tasks`` capability of a server whose tools may run as tasks.
 _LEGACY_TASKS: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
@@ -42,6 +42,24 @@ class TaskCalls(Protocol):
 
     def call(self, core: ServerCore, tool: ToolDefinition, params: dict[str, Any],
              req: Inbound) -> Awaitable[dict[str, Any]]: ...
+
+
+class ListenTopic(Protocol):
+    """A kind of notification an extension adds to ``subscriptions/listen`` (the tasks'
+    ``taskIds``), registered in ``core.listen_topics``."""
+
+    async def honor(self, core: ServerCore, requested: dict[str, Any], req: Inbound) -> dict[str, Any]:
+        """The part of the requested filter this topic honours (added to the acknowledgement);
+        raises ``McpError`` for a malformed or unauthorised request."""
+        ...
+
+    def wants(self, event: BusEvent, honored: dict[str, Any]) -> bool:
+        """Whether ``event`` is one of this topic's, for this stream (cheap: runs per event)."""
+        ...
+
+    async def notification(self, event: BusEvent, honored: dict[str, Any], req: Inbound) -> dict[str, Any] | None:
+        """The notification to send for a wanted ``event`` (``None``: nothing)."""
+        ...
 
 
 class ServerCore:

@@ -20,6 +20,7 @@ from ..metrics import count_error
 from ..middleware.base import Call, Middleware
 from ..protocol.jsonrpc import error_response, result_response
 from ..protocol.limits import check_params
+from ..protocol.methods import BY_NAME, LIST_METHODS, METHODS
 from ..protocol.outcome import ErrorAnswer, error_class
 from ..protocol.versions import META_SERVER_INFO, Era
 from ..security.sealing import RequestStateSealer
@@ -31,7 +32,7 @@ from .closing import Closing
 from .completion import complete
 from .core import Handler, ServerCore
 from .listen import listen
-from .lists import LIST_METHODS, Lists
+from .lists import Lists
 from .notify import Notifier
 from .registry import Registry
 from .results import classify_and_log, tool_error_result
@@ -45,8 +46,7 @@ __all__ = ["Dispatcher"]
 
 log = logging.getLogger("mcpcore.server")
 
-CACHEABLE = ("server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
-             "resources/read")
+CACHEABLE = tuple(m.name for m in METHODS if m.cached)
 
 
 class Dispatcher:
@@ -89,31 +89,24 @@ class Dispatcher:
         self._steps: dict[str, Step] | None = None
         self._served: dict[Era, dict[str, bool]] = {Era.LEGACY: {}, Era.MODERN: {}}
         registry.on_change(self._invalidate)
-        self._legacy: dict[str, Handler] = {
+        self._handlers: dict[str, Handler] = {
             "initialize": lifecycle.initialize,
             "ping": lifecycle.ping,
             "logging/setLevel": lifecycle.set_level,
+            "server/discover": lifecycle.discover,
+            "tools/call": call_tool,
+            "prompts/get": prompt_methods.get_prompt,
+            "resources/read": resource_methods.read_resource,
             "resources/subscribe": resource_methods.subscribe,
             "resources/unsubscribe": resource_methods.unsubscribe,
-        }
-        self._common: dict[str, Handler] = {
-            "tools/call": call_tool,
-            "resources/read": resource_methods.read_resource,
-            "prompts/get": prompt_methods.get_prompt,
             "completion/complete": complete,
-        }
-        self._lists = LIST_METHODS
-        self._modern: dict[str, Handler] = {
-            "server/discover": lifecycle.discover,
             "subscriptions/listen": listen,
         }
-        self._gates = {
-            "tools/list": "tools", "tools/call": "tools",
-            "prompts/list": "prompts", "prompts/get": "prompts",
-            "resources/list": "resources", "resources/templates/list": "resources", "resources/read": "resources",
-            "resources/subscribe": "resources", "resources/unsubscribe": "resources",
-            "completion/complete": "completions",
-        }
+        """Each method's handler (the list methods are :attr:`lists`')."""
+        self._lists = LIST_METHODS
+        self._eras: dict[str, Era | None] = {name: BY_NAME[name].era for name in (*self._handlers, *LIST_METHODS)}
+        """The era serving each method (``None``: both), from the method table."""
+        self._gates = {m.name: m.gate for m in METHODS if m.gate is not None}
 
     @property
     def telemetry(self) -> Telemetry | None:
@@ -154,7 +147,8 @@ class Dispatcher:
                    cache_hint: CacheHint | None = None, era: Era | None = None) -> None:
         """Serve an extension's ``method`` on both eras, or only on ``era`` (``gate``: the server
         capability it needs). With ``cache_hint`` its 2026-07-28 results carry ``ttlMs``/``cacheScope``."""
-        (self._common if era is None else self._legacy if era is Era.LEGACY else self._modern)[method] = handler
+        self._handlers[method] = handler
+        self._eras[method] = era
         if gate is not None:
             self._gates[method] = gate
         if cache_hint is not None:
@@ -171,7 +165,7 @@ class Dispatcher:
     def use(self, middleware: Sequence[Middleware]) -> None:
         """Serve every method through ``middleware`` (the first outermost); ``[]`` for none."""
         self._middleware = tuple(middleware)
-        methods = {*self._legacy, *self._common, *self._modern, *self._lists}
+        methods = {*self._handlers, *self._lists}
         self.layers = Layers(middleware, self._innermost, methods) if middleware else None
         self._steps = self.layers.steps if self.layers is not None else None
 
@@ -193,11 +187,10 @@ class Dispatcher:
         return known
 
     def _supports(self, method: str, era: Era) -> bool:
-        if era is Era.LEGACY:
-            known = method in self._legacy or method in self._common or method in self._lists
-        else:
-            known = method in self._modern or method in self._common or method in self._lists
-        if not known:
+        if method not in self._eras:
+            return False
+        serving = self._eras[method]
+        if serving is not None and serving is not era:
             return False
         gate = self._gates.get(method)
         return gate is None or gate in self.capabilities()
@@ -233,8 +226,7 @@ class Dispatcher:
             elif method in self._lists:
                 return await self.lists.answer(rid, method, params, req)
             else:
-                handler = self._common.get(method) or (self._legacy if req.era is Era.LEGACY else self._modern)[method]
-                result = await handler(self.core, params, req)
+                result = await self._handlers[method](self.core, params, req)
             if req.era is Era.MODERN:
                 result = self._modern_result(method, result)
             return result_response(rid, result)
@@ -267,7 +259,7 @@ class Dispatcher:
         if method in self._lists:
             lists = self.lists
             return lambda call: lists.fresh(method, call.params, call._req)
-        handler = self._common.get(method) or self._legacy.get(method) or self._modern[method]
+        handler = self._handlers[method]
         core = self.core
         if method == "tools/call":
             return _marked(handler, core)

@@ -3,7 +3,7 @@ client asked for, fed by the bus."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from ..bus.base import BusEvent
 from ..context import Inbound
@@ -12,31 +12,11 @@ from ..protocol.limits import MAX_URI
 from ..protocol.versions import META_SUBSCRIPTION_ID
 from ..queues import BoundedQueue
 from ..sessions.streams import caller_of
+from .core import ListenTopic, ServerCore
 from .notify import notification_for, reaches
 from .visibility import ViewTracker
 
-if TYPE_CHECKING:
-    from .core import ServerCore
-
 __all__ = ["ListenTopic", "honored_filter", "listen"]
-
-
-class ListenTopic(Protocol):
-    """A kind of notification an extension adds to ``subscriptions/listen`` (the tasks'
-    ``taskIds``), registered in ``core.listen_topics``."""
-
-    async def honor(self, core: ServerCore, requested: dict[str, Any], req: Inbound) -> dict[str, Any]:
-        """The part of the requested filter this topic honours (added to the acknowledgement);
-        raises ``McpError`` for a malformed or unauthorised request."""
-        ...
-
-    def wants(self, event: BusEvent, honored: dict[str, Any]) -> bool:
-        """Whether ``event`` is one of this topic's, for this stream (cheap: runs per event)."""
-        ...
-
-    async def notification(self, event: BusEvent, honored: dict[str, Any], req: Inbound) -> dict[str, Any] | None:
-        """The notification to send for a wanted ``event`` (``None``: nothing)."""
-        ...
 
 
 def honored_filter(requested: Any, capabilities: dict[str, Any], max_subscriptions: int = 100) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _json
 from ..context import Inbound
 from ..protocol.jsonrpc import result_response
+from ..protocol.methods import LIST_METHODS
 from ..protocol.pagination import page
 from ..protocol.versions import Era
 from . import resources as resource_methods
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LIST_METHODS", "Lists"]
 
-LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
 _CACHE_MAX = 1024
 
 

@@ -88,7 +88,8 @@ def read_resource(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awa
     if found is None or (found[0].visible_to is not None and not may_see(core, found[0], req)):
         raise resource_not_found(uri, modern=req.era is Era.MODERN)
     res, variables = found
-    return invoke(core, RESOURCES, res, variables, req, uri)
+    pipe = res.pipeline
+    return invoke(core, pipe if pipe is not None else RESOURCES.pipeline(res), variables, req, uri)
 
 
 async def subscribe(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:

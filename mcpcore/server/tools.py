@@ -58,4 +58,5 @@ def call_tool(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaitab
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown tool: {quoted(name)}", {"reason": "unknown_tool"})
     if tool.task is not None and core.tasks is not None:
         return core.tasks.call(core, tool, params, req)
-    return invoke(core, TOOLS, tool, params.get("arguments"), req, name)
+    pipe = tool.pipeline
+    return invoke(core, pipe if pipe is not None else TOOLS.pipeline(tool), params.get("arguments"), req, name)

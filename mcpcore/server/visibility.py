@@ -17,13 +17,25 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..auth.scopes import has_scopes
 from ..context import Context, Inbound
 from ..definitions.common import SeenWithAny, VisibilityRule
+from ..protocol.methods import BY_NAME
 
 if TYPE_CHECKING:
-    from .core import ServerCore
+    from ..config import Settings
+    from .registry import Registry
 
 __all__ = ["Gated", "ViewTracker", "may_see", "may_see_uri", "named_definition", "view_of", "visible_names"]
 
 log = logging.getLogger("mcpcore.server")
+
+
+class CoreParts(Protocol):
+    """What visibility reads of the server core (:class:`mcpcore.server.core.ServerCore`)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def registry(self) -> Registry: ...
 
 
 class Gated(Protocol):
@@ -33,7 +45,7 @@ class Gated(Protocol):
     def visible_to(self) -> VisibilityRule: ...
 
 
-def may_see(core: ServerCore, d: Gated, req: Inbound) -> bool:
+def may_see(core: CoreParts, d: Gated, req: Inbound) -> bool:
     """Whether the caller of ``req`` sees (and may call) ``d``."""
     rule = d.visible_to
     if rule is None:
@@ -54,23 +66,25 @@ def may_see(core: ServerCore, d: Gated, req: Inbound) -> bool:
         return False
 
 
-def may_see_uri(core: ServerCore, uri: str, req: Inbound) -> bool:
+def may_see_uri(core: CoreParts, uri: str, req: Inbound) -> bool:
     """Whether the caller of ``req`` may read ``uri`` as far as visibility goes (a URI nothing
     serves counts as seen: it is answered as unknown either way)."""
     found = core.registry.find_resource(uri)
     return found is None or found[0].visible_to is None or may_see(core, found[0], req)
 
 
-def named_definition(core: ServerCore, method: str, name: str, req: Inbound) -> Any:
+def named_definition(core: CoreParts, method: str, name: str, req: Inbound) -> Any:
     """The definition ``method`` calls by ``name`` (a tool, a prompt, the resource or template
     serving a URI) when the caller of ``req`` sees it; else ``None``."""
     r = core.registry
+    m = BY_NAME.get(method)
+    names = m.names if m is not None else None
     d: Any
-    if method == "tools/call":
+    if names == "tool":
         d = r.tools.get(name)
-    elif method == "prompts/get":
+    elif names == "prompt":
         d = r.prompts.get(name)
-    elif method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
+    elif names == "resource":
         found = r.find_resource(name)
         d = found[0] if found is not None else None
     else:
@@ -80,7 +94,7 @@ def named_definition(core: ServerCore, method: str, name: str, req: Inbound) -> 
     return d
 
 
-def view_of(core: ServerCore, gated: list[tuple[str, Any]], req: Inbound) -> tuple[str, ...]:
+def view_of(core: CoreParts, gated: list[tuple[str, Any]], req: Inbound) -> tuple[str, ...]:
     """The view of ``req``'s caller over ``gated`` (``(name, definition)`` pairs): the names it sees."""
     return tuple(name for name, d in gated if may_see(core, d, req))
 
@@ -88,7 +102,7 @@ def view_of(core: ServerCore, gated: list[tuple[str, Any]], req: Inbound) -> tup
 _KINDS = ("tools", "prompts", "resources")
 
 
-def visible_names(core: ServerCore, kind: str, viewer: Inbound) -> frozenset[str]:
+def visible_names(core: CoreParts, kind: str, viewer: Inbound) -> frozenset[str]:
     """Every name (URI for resources and templates) of ``kind`` the caller of ``viewer`` sees."""
     r = core.registry
     if kind == "tools":
@@ -103,7 +117,7 @@ class ViewTracker:
     last, so a change naming definitions (``notify_tool_list_changed(names=[...])``) reaches it
     only when its view changed: it sees one of them now, or saw it before."""
 
-    def __init__(self, core: ServerCore, viewer: Inbound) -> None:
+    def __init__(self, core: CoreParts, viewer: Inbound) -> None:
         self.core = core
         self.viewer = viewer
         self._seen = {kind: visible_names(core, kind, viewer) for kind in _KINDS}

@@ -39,6 +39,10 @@ class SessionRecord:
     identity: tuple[str, str, str] | None = None
     created: float = field(default_factory=time.time)
     last_seen: float = field(default_factory=time.monotonic)
+    matched: object = field(default=None, repr=False)
+    """The caller (its immutable ``AuthInfo``) last found to be ``identity``, in this process
+    only (not stored): a request of the session bringing that very object is its identity's
+    without comparing again, so the binding is checked once per caller object, not per request."""
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -39,7 +39,9 @@ class MemorySessionStore:
         self.evict_after = evict_after_ms / 1000
         self.max_sessions = max_sessions
         self.max_per_identity = max_per_identity
-        self._by_identity: dict[tuple[str, str, str], OrderedDict[str, None]] = {}
+        # an identity's sessions (insertion order); its least recently used one is found from
+        # ``last_seen`` when the identity is at its cap, so a request's ``get`` keeps no second order
+        self._by_identity: dict[tuple[str, str, str], dict[str, None]] = {}
         self.is_busy = is_busy or (lambda _id: False)
         self.on_evict: Callable[[str], None] | None = None
 
@@ -57,15 +59,15 @@ class MemorySessionStore:
         if record.identity is not None:
             mine = self._by_identity.get(record.identity, ())
             if len(mine) >= self.max_per_identity:
-                victim = self._idle_victim(list(mine))
+                victim = self._idle_victim(self._by_recency(mine))
                 if victim is None:
                     raise SessionCapacityError(self.max_per_identity)
                 self._drop(victim)
         if len(self._items) >= self.max_sessions:
             await self.sweep()
         if len(self._items) >= self.max_sessions:
-            own: list[str] = list(self._by_identity.get(record.identity, ())) if record.identity is not None \
-                else [sid for sid, r in self._items.items() if r.identity is None]
+            own: list[str] = self._by_recency(self._by_identity.get(record.identity, ())) \
+                if record.identity is not None else [sid for sid, r in self._items.items() if r.identity is None]
             victim = self._idle_victim(list(self._items), time.monotonic() - self.evict_after) or \
                 self._idle_victim(own)
             if victim is not None:
@@ -75,7 +77,12 @@ class MemorySessionStore:
         record.last_seen = time.monotonic()
         self._items[record.id] = record
         if record.identity is not None:
-            self._by_identity.setdefault(record.identity, OrderedDict())[record.id] = None
+            self._by_identity.setdefault(record.identity, {})[record.id] = None
+
+    def _by_recency(self, ids: Iterable[str]) -> list[str]:
+        """``ids`` least recently used first."""
+        items = self._items
+        return sorted(ids, key=lambda sid: items[sid].last_seen)
 
     async def get(self, session_id: str) -> SessionRecord | None:
         rec = self._items.get(session_id)
@@ -87,10 +94,6 @@ class MemorySessionStore:
             return None
         rec.last_seen = now
         self._items.move_to_end(session_id)
-        if rec.identity is not None:
-            own = self._by_identity.get(rec.identity)
-            if own is not None and session_id in own:
-                own.move_to_end(session_id)
         return rec
 
     async def save(self, record: SessionRecord) -> None:
@@ -98,7 +101,7 @@ class MemorySessionStore:
         if old is not None:
             self._items[record.id] = record
             if record.identity is not None:  # bound to an identity on its first authenticated use
-                own = self._by_identity.setdefault(record.identity, OrderedDict())
+                own = self._by_identity.setdefault(record.identity, {})
                 if record.id not in own:
                     own[record.id] = None
 

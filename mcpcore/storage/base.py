@@ -1,7 +1,7 @@
 """The storage provider protocol behind ``ctx.state``: async, tenant-first, bytes in and out.
 
 Providers are deliberately dumb: they store JSON bytes under ``(tenant, key)``. Key rules,
-serialisation, tenant checks and cursors live once in :class:`~mcpcore.storage.service.StorageService`
+serialisation, tenant checks and cursors live once in :class:`~mcpcore.storage.service.StateService`
 so every provider behaves identically.
 """
 

@@ -1,4 +1,4 @@
-"""One attempt of a task's handler: the tool called once, its ending classified.
+"""One attempt of a task's handler: the tool's pipeline run once, its ending classified.
 
 An attempt ends four ways, and the task (or, before a task exists, the call) follows:
 
@@ -12,20 +12,22 @@ An attempt ends four ways, and the task (or, before a task exists, the call) fol
   ``failed`` with that JSON-RPC error, as the call would have been answered.
 * ``crash``: an exception that is not an ``McpError`` (a bug, a lost dependency): the task is
   ``failed`` with an internal error. (An ordinary call answers it as an ``isError`` result.)
+
+The attempt itself is :meth:`~mcpcore.server.invoke.Pipeline.once` of the tool's pipeline, the
+one every ``tools/call`` runs: the same context, dependencies, handler call, shaping and
+telemetry span.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..context import Context, Inbound
+from ..context import Inbound
 from ..context.inputs import InputRequired, InputRequiredSpec
 from ..definitions.tools import ToolDefinition
 from ..errors import McpError
-from ..server.dependencies import Resolution
-from ..server.invoke import PROTOCOL_ERRORS, validated_arguments
+from ..server.invoke import PROTOCOL_ERRORS
 from ..server.results import classify_and_log, tool_error_result
 from ..server.tools import TOOLS
 
@@ -47,54 +49,20 @@ class Outcome:
 
 def validate_arguments(tool: ToolDefinition, args: Any) -> Any:
     """The tool's validated arguments; raises the one bad-arguments :class:`McpError`."""
-    return validated_arguments(TOOLS, tool, args)
-
-
-async def _call(core: ServerCore, tool: ToolDefinition, validated: Any, req: Inbound) -> dict[str, Any]:
-    plan = tool.args
-    kwargs = plan.kwargs(validated)
-    operation = TOOLS.operation(tool, tool.name)
-    ctx: Context | None = None
-    if plan.ctx_param is not None:
-        ctx = TOOLS.context(tool, req, operation, tool.name)
-        kwargs[plan.ctx_param] = ctx
-    direct = tool.direct
-    if not plan.deps:
-        value = await (direct(**kwargs) if direct is not None else tool.call(kwargs))
-        return TOOLS.shape(tool, value, ctx, req, tool.name)
-    # An attempt resolves the tool's dependencies itself: it may run on another instance, long
-    # after the call that created the task, so what that request resolved is not at hand.
-    async def handler(resolved: dict[str, Any]) -> Any:
-        kwargs.update(resolved)
-        return await (direct(**kwargs) if direct is not None else tool.call(kwargs))
-
-    deps = Resolution(functools.partial(TOOLS.context, tool, req, operation, tool.name), core.dependency_overrides)
-    value = await deps.around(plan.deps, handler)
-    return TOOLS.shape(tool, value, ctx, req, tool.name)
+    return TOOLS.pipeline(tool).validate(args)
 
 
 async def run_attempt(core: ServerCore, tool: ToolDefinition, validated: Any, req: Inbound) -> Outcome:
     """Call ``tool`` once with ``req`` (its answers and state already on it); never raises but
     for cancellation."""
-    where = f"tool:{tool.name} (task)"
-    tel = core.telemetry
     try:
-        if tel is None:
-            return Outcome("result", await _call(core, tool, validated, req))
-        with tel.tool_call(tool.name, req) as report:
-            try:
-                result = await _call(core, tool, validated, req)
-            except BaseException:
-                report(True)
-                raise
-            report(bool(result.get("isError")))
-            return Outcome("result", result)
+        return Outcome("result", await TOOLS.pipeline(tool).once(core, validated, req, tool.name))
     except InputRequired as sig:
         return Outcome("input", spec=sig.spec)
     except McpError as exc:
-        err = classify_and_log(exc, where, req.request_id)
+        err = classify_and_log(exc, f"tool:{tool.name} (task)", req.request_id)
         if err.code in PROTOCOL_ERRORS:
             return Outcome("protocol", error=err)
         return Outcome("result", tool_error_result(err, tool.errors, req.request_id))
     except Exception as exc:
-        return Outcome("crash", error=classify_and_log(exc, where, req.request_id))
+        return Outcome("crash", error=classify_and_log(exc, f"tool:{tool.name} (task)", req.request_id))

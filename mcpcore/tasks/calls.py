@@ -14,6 +14,7 @@ the call itself (the client retries with the answers); from then on it is a task
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ..context import Inbound
@@ -28,12 +29,13 @@ from ..server.tools import TOOLS
 from .attempt import Outcome, run_attempt, validate_arguments
 from .execution import TaskOutbound
 from .record import TaskState
+from .service import TaskService
 
 if TYPE_CHECKING:
     from ..context.outbound import Outbound
-    from .service import TaskService
+    from ..server.core import ServerCore
 
-__all__ = ["call_task_tool", "missing_extension"]
+__all__ = ["TaskToolCalls", "call_task_tool", "missing_extension"]
 
 
 def missing_extension(what: str) -> McpError:
@@ -41,6 +43,20 @@ def missing_extension(what: str) -> McpError:
     return McpError(JsonRpcErrorCode.MissingRequiredClientCapability,
                     f"{what} needs the {TASKS} extension: declare it in the request's client capabilities.",
                     {"requiredCapabilities": {"extensions": {TASKS: {}}}})
+
+
+class TaskToolCalls:
+    """``core.tasks``: how ``tools/call`` of a tool declared ``task=`` reaches ``svc``."""
+
+    __slots__ = ("svc",)
+
+    def __init__(self, svc: TaskService) -> None:
+        self.svc = svc
+
+    def call(self, core: ServerCore, tool: ToolDefinition, params: dict[str, Any],
+             req: Inbound) -> Awaitable[dict[str, Any]]:
+        """``tools/call`` of ``tool`` (see :func:`call_task_tool`)."""
+        return call_task_tool(self.svc, tool, params, req)
 
 
 def _ttl(svc: TaskService, tool: ToolDefinition, hint: Any) -> int:
@@ -63,7 +79,7 @@ async def call_task_tool(svc: TaskService, tool: ToolDefinition, params: dict[st
         if client_extension(req.client_capabilities, TASKS) is None:
             if support.required:
                 raise missing_extension(f"The tool {name}")
-            return await invoke(core, TOOLS, tool, params.get("arguments"), req, name)
+            return await invoke(core, TOOLS.pipeline(tool), params.get("arguments"), req, name)
         hint = None
     else:
         hint = params.get("task")
@@ -72,7 +88,7 @@ async def call_task_tool(svc: TaskService, tool: ToolDefinition, params: dict[st
                 raise McpError(JsonRpcErrorCode.MethodNotFound,
                                f"The tool {name} runs only as a task: call it with params.task.",
                                {"reason": "task_required"})
-            return await invoke(core, TOOLS, tool, params.get("arguments"), req, name)
+            return await invoke(core, TOOLS.pipeline(tool), params.get("arguments"), req, name)
         if type(hint) is not dict:
             raise McpError(JsonRpcErrorCode.InvalidParams, '"task" must be an object ({"ttl": ms}).')
     if tool.auth:

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from .. import _json
@@ -115,13 +114,6 @@ class TaskService:
                     del self._waiters[task_id]
 
     # -- creating ---------------------------------------------------------------------------------
-
-    def call(self, core: ServerCore, tool: ToolDefinition, params: dict[str, Any],
-             req: Inbound) -> Awaitable[dict[str, Any]]:
-        """``tools/call`` of a tool declared ``task=`` (see :mod:`mcpcore.tasks.calls`)."""
-        from .calls import call_task_tool
-
-        return call_task_tool(self, tool, params, req)
 
     async def create(self, tool: ToolDefinition, arguments: Any, req: Inbound, ttl_ms: int,
                      message: str | None = None) -> TaskState:

@@ -45,7 +45,8 @@ def _auth() -> OAuthProxy | None:
     key = s.auth_signing_key
     return OAuthProxy(public_url=s.public_url, signing_key=key.get_secret_value() if key else None, upstream=upstream,
                       cimd_allow_private=True, cimd_verify=ssl.create_default_context(cafile=ca),
-                      server_name="proxied test server")
+                      server_name="proxied test server", access_ttl=s.oauth_proxy_access_ttl_s,
+                      registrations_per_minute=s.oauth_proxy_registrations_per_minute)
 
 
 app = McpApp("proxied", "1.0.0", tools=[whoami, provider_profile], auth=_auth())

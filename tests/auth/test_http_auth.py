@@ -202,3 +202,18 @@ async def test_sessions_per_identity_are_capped_on_the_memory_store() -> None:
         assert (await _open(app, "frank")).status_code == 200
     finally:
         await app.shutdown()
+
+
+async def test_sessions_per_identity_make_room_by_last_use_on_the_memory_store() -> None:
+    """The session an identity used least recently makes room, not its oldest: a session opened
+    first and used since stays."""
+    app = jwt_app(max_sessions_per_identity=2)
+    await app.startup()
+    try:
+        ids = [(await _open(app, "grace")).headers["mcp-session-id"] for _ in range(2)]
+        assert await app.sessions.get(ids[0]) is not None  # used after the second was opened
+        third = (await _open(app, "grace")).headers["mcp-session-id"]
+        assert await app.sessions.get(ids[1]) is None
+        assert await app.sessions.get(ids[0]) is not None and await app.sessions.get(third) is not None
+    finally:
+        await app.shutdown()

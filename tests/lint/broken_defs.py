@@ -16,6 +16,7 @@ import dataclasses
 import sys
 from typing import Annotated, Any, Literal
 
+import httpx
 from pydantic import BaseModel, Field, HttpUrl
 
 from mcpcore import (
@@ -35,6 +36,7 @@ from mcpcore.definitions.schema import args_plan
 from mcpcore.definitions.tools import ToolDefinition, build_tool
 from mcpcore.extensions import App
 from mcpcore.lint import lint_ignore
+from mcpcore.openapi import ALL, openapi_tools
 
 RECOVERY = "Check the identifier and call the tool again."
 
@@ -383,3 +385,17 @@ def stale_suppression() -> str:  # lint-ignore-stale
 
 app = McpApp("broken", "0.0.1", settings=Settings.from_env({}))
 app.include(sys.modules[__name__], BAD_NAME, HANDMADE_CONTRACTS, UNBOUND_METHOD, MAP_ARGUMENT)
+
+# openapi-skipped: one operation of the document becomes a tool, the other names a schema that is not there.
+INVENTORY = {
+    "openapi": "3.0.3", "info": {"title": "Inventory", "version": "1"},
+    "paths": {
+        "/ping": {"get": {"operationId": "inventory_ping", "summary": "Check that the inventory service answers",
+                          "responses": {"204": {"description": "it answers"}}}},
+        "/items": {"post": {"operationId": "inventory_add", "summary": "Add an item to the inventory",
+                            "requestBody": {"content": {"application/json": {
+                                "schema": {"$ref": "#/components/schemas/Missing"}}}},
+                            "responses": {"204": {"description": "added"}}}},
+    },
+}
+app.include(*openapi_tools(INVENTORY, client=httpx.AsyncClient(base_url="https://inventory.example"), routes=ALL))

@@ -33,7 +33,7 @@ def test_findings_exit_1_with_one_line_each(capsys: pytest.CaptureFixture[str]) 
     parsed = [LINE.match(ln) for ln in lines]
     assert all(parsed), [ln for ln, m in zip(lines, parsed, strict=True) if not m]
     assert "warning tool-name-portable tool:users.lookup: " in out
-    assert "15 error(s), 24 warning(s) in 41 definition(s)" in err
+    assert "15 error(s), 25 warning(s) in 42 definition(s)" in err
 
 
 def test_clean_app_exits_0_and_prints_nothing_on_stdout(capsys: pytest.CaptureFixture[str]) -> None:
@@ -47,7 +47,7 @@ def test_json_format(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 1
     data = _json.loads(out)
     assert data["passed"] is False and data["portability"] == "strict"
-    assert data["counts"] == {"error": 15, "warning": 25, "suppressed": 0}
+    assert data["counts"] == {"error": 15, "warning": 26, "suppressed": 0}
     assert {f["rule"] for f in data["findings"]} >= {"schema-no-defs", "format-parity"}
     code, out, _ = run(capsys, "tests.lint.clean_defs:app", "--format", "json")
     assert code == 0 and _json.loads(out)["findings"] == []
@@ -91,7 +91,7 @@ def test_as_a_process() -> None:
     broken = lint_process("tests.lint.broken_defs:app")
     assert broken.returncode == 1, broken.stderr
     rules = [m.group("rule") for m in map(LINE.match, broken.stdout.splitlines()) if m]
-    assert len(rules) == len(broken.stdout.splitlines()) == 39 == len(set(rules))
+    assert len(rules) == len(broken.stdout.splitlines()) == 40 == len(set(rules))
     clean = lint_process("tests.lint.clean_defs:app")
     assert (clean.returncode, clean.stdout) == (0, ""), clean.stderr
     missing = lint_process("tests.lint.no_such_module:app")

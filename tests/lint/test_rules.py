@@ -61,6 +61,7 @@ EXPECTED = {
     "app-csp-malformed": "tool:live_feed",
     "prompt-argument-description": "prompt:summarize",
     "lint-ignore-stale": "tool:stale_suppression",
+    "openapi-skipped": "tool:inventory_ping",
 }
 
 LINE = re.compile(r"^(error|warning) [a-z0-9-]+ (tool|resource|prompt):[^:]+: .+ \(fix: .+\)$")
@@ -137,7 +138,7 @@ def test_report_shapes() -> None:
     assert data["counts"] == {"error": len(report.errors), "warning": len(report.warnings), "suppressed": 0}
     assert data["findings"][0].keys() == {"rule", "severity", "kind", "name", "message", "fix"}
     assert report.text().count("\n") == len(report.findings) - 1
-    assert "15 error(s), 24 warning(s) in 41 definition(s)" in report.summary()
+    assert "15 error(s), 25 warning(s) in 42 definition(s)" in report.summary()
 
 
 def test_lint_app_accepts_a_registry_and_refuses_other_things() -> None:

@@ -290,3 +290,39 @@ async def test_an_app_without_task_tools_never_watches_task_leases(caplog: pytes
         assert with_tasks.tasks.watcher is not None and with_tasks.tasks.watcher.started
     finally:
         await with_tasks.shutdown()
+
+
+async def test_a_task_attempt_runs_the_tools_one_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline of a tool is built once (its first call) and kept; the task's attempt runs
+    that same pipeline, its dependency and Context included, and a plain call afterwards too."""
+    from typing import Annotated
+
+    from mcpcore import Depends
+    from mcpcore.server import invoke
+
+    built: list[object] = []
+    original = invoke.Pipeline.__init__
+
+    def counting(self: Any, family: Any, d: Any) -> None:
+        built.append(d)
+        original(self, family, d)
+
+    monkeypatch.setattr(invoke.Pipeline, "__init__", counting)
+
+    async def prefix() -> str:
+        return "dep:"
+
+    @tool(task="optional")
+    async def tagged(text: str, tag: Annotated[str, Depends(prefix)], ctx: Context) -> str:
+        """Answer with the dependency's value and where it runs."""
+        return f"{tag}{text}:{ctx.task_id or 'call'}"
+
+    app = McpApp("pipeline-test", "1.0.0", tools=[tagged])
+    async with McpTestClient(app, era="modern", capabilities=TASKS) as c:
+        tid = (await c.call_tool("tagged", {"text": "a"}))["taskId"]
+        done = await until_done(c, tid)
+        assert done["status"] == "completed" and done["result"]["content"][0]["text"] == f"dep:a:{tid}"
+    async with McpTestClient(app, era="modern") as c:  # no tasks extension: an ordinary call
+        assert (await c.call_tool("tagged", {"text": "b"}))["content"][0]["text"] == "dep:b:call"
+    definition = app.registry.tools["tagged"]
+    assert built == [definition] and isinstance(definition.pipeline, invoke.Pipeline)

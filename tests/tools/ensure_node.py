@@ -27,6 +27,9 @@ PACKAGES = {
     "identity": ["oidc-provider@9.13"],
     # Drives Debian's chromium (no browser download) to open the consent page like a person.
     "browser": ["playwright-core@1.65"],
+    # Published OpenAPI documents as test data: GitHub's REST description, and ReadMe's examples
+    # (the Petstore 3.0 and 3.1 documents, circular and external references).
+    "openapi": ["@octokit/openapi@23.0.2", "@readme/oas-examples@8.2.2"],
 }
 
 

@@ -29,6 +29,7 @@ from .keys import ProxyKeys
 from .register import register
 from .store import MemoryProxyStore, ProxyStore, RedisProxyStore, StoreFull
 from .upstream import Upstream
+from .vault import active
 from .web import Duplicate, TooLarge, params, read_body, send_json
 
 if TYPE_CHECKING:
@@ -134,9 +135,7 @@ class OAuthProxy:
 
     async def start(self) -> None:
         """Discover the upstream provider (a failure is logged; the first login retries it)."""
-        from .vault import active
-
-        active(self)
+        active(self.issuer, self.core)
         await self.verifier.start()
         try:
             await self.core.upstream.discover()

@@ -16,27 +16,26 @@ ones sealed back; concurrent calls of one process share one refresh.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from ...context import AuthInfo
 from ..delegation import Audience, DelegationFailed, DownstreamToken
+from .core import ProxyCore
 from .upstream import UpstreamError
-
-if TYPE_CHECKING:
-    from .server import OAuthProxy
 
 __all__ = ["UpstreamCredentials", "active", "upstream_token", "upstream_tokens"]
 
 MARGIN = 30.0
-_ACTIVE: dict[str, OAuthProxy] = {}
+_ACTIVE: dict[str, ProxyCore] = {}
 _LOCKS: dict[str, anyio.Lock] = {}
 
 
-def active(proxy: OAuthProxy) -> None:
-    """Make ``proxy`` the one its tokens' ``iss`` names (done when it starts)."""
-    _ACTIVE[proxy.issuer] = proxy
+def active(issuer: str, core: ProxyCore) -> None:
+    """Make the proxy whose parts are ``core`` the one tokens with ``iss`` = ``issuer`` name
+    (done when it starts)."""
+    _ACTIVE[issuer] = core
 
 
 def _unavailable(message: str) -> DelegationFailed:
@@ -60,11 +59,10 @@ async def upstream_tokens(caller: Any) -> dict[str, Any]:
         DelegationFailed: the caller's token is not one of ours, or its grant has ended.
     """
     auth = _auth_of(caller)
-    proxy = _ACTIVE.get(str(auth.claims.get("iss")))
+    core = _ACTIVE.get(str(auth.claims.get("iss")))
     family = auth.claims.get("fam")
-    if proxy is None or not isinstance(family, str):
+    if core is None or not isinstance(family, str):
         raise _unavailable("This request's token was not issued by this server's authorization server.")
-    core = proxy.core
     lock = _LOCKS.setdefault(family, anyio.Lock())
     try:
         async with lock:

@@ -6,7 +6,8 @@ request that names a 2026-07-28-era version, in its ``params._meta`` envelope or
 ``MCP-Protocol-Version``, is modern and served statelessly by :mod:`.modern`, an
 ``Mcp-Session-Id`` on it ignored. Everything else is 2025-era traffic served through the session
 its ``Mcp-Session-Id`` names (:mod:`.sessions`); GET and DELETE serve a session's streams
-(:mod:`.streams`). The wire digest's Part C2 says why the choice is made this way.
+(:mod:`.streams`). docs/architecture.md ("How a request finds its era") says why the choice is
+made this way.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from collections.abc import Coroutine
 from typing import Any, Final, Literal
 
 from ...asgi_types import Receive, Send
-from ...context import AuthInfo, Inbound
+from ...context import Inbound
 from ...errors import JsonRpcErrorCode, McpError, quoted
 from ...protocol.jsonrpc import InvalidMessage, bounded_batch, classify_message, error_response
 from ...protocol.versions import SUPPORTED_VERSIONS, is_handshake, supports_batches
@@ -88,10 +88,13 @@ class SessionPost:
             return NO_SESSION
         auth = headers.auth
         if record is not None and (auth is not None or record.identity is not None) and \
-                not _bound_to(record.identity, auth):
+                (auth is not record.matched or auth is None):  # not the caller already matched
             identity = identity_of(auth)
-            if record.identity is None and identity is not None:
+            if identity is not None and identity == record.identity:
+                record.matched = auth
+            elif record.identity is None and identity is not None:
                 record.identity = identity
+                record.matched = auth
                 await self.rt.sessions.save(record)
             else:
                 log.warning("refused a session used by another identity", extra={"fields": {"sessionId": sid[:8]}})
@@ -321,11 +324,3 @@ class SessionPost:
         if record is not None:
             self.rt.live.forget_if_idle(record.id)
 
-
-def _bound_to(identity: tuple[str, str, str] | None, auth: AuthInfo | None) -> bool:
-    """Whether a session bound to ``identity`` is the caller's (``identity_of(auth)`` compared
-    without building it: this runs for every request of a session)."""
-    if auth is None or identity is None:
-        return identity is None and auth is None
-    return identity[2] == (auth.subject or "") and identity[1] == auth.client_id and \
-        identity[0] == (auth.tenant_id or "")
