@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: help install run run-stdio test test-fast lint format typecheck conformance bench bench-smoke budget soak fuzz docs lock clean
+.PHONY: help install run run-stdio test test-fast lint format typecheck conformance bench bench-proxy bench-smoke budget soak fuzz docs lock clean
 
 help:
 	@echo "make run        serve examples/everything.py on http://$(HOST):$(PORT)/mcp (HOST/PORT overridable)"
@@ -15,6 +15,7 @@ help:
 	@echo "make lint       ruff;  make typecheck: mypy --strict on mcpcore/"
 	@echo "make conformance  official conformance suites against the example server"
 	@echo "make bench      side-by-side benchmark (BENCH_ARGS='--duration 5');  make bench-smoke: a few seconds of it"
+	@echo "make bench-proxy  a proxied tools/call against a direct one (PROXY_BENCH_ARGS='--rounds 5'), also run by make bench"
 	@echo "make budget     instructions per request held to benchmarks/budget/budgets.toml (also part of make test)"
 	@echo "make soak       10 minutes of sessions that come and go, RSS sampled (SOAK_ARGS='--minutes 10')"
 	@echo "make docs       the documentation site with the API reference, in site/ (mkdocs --strict)"
@@ -61,6 +62,11 @@ bench: $(STAMP)
 	$(PY) -m tests.tools.ensure_system
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
 	$(PY) -m benchmarks.openapi_cost
+	$(PY) -m benchmarks.proxy_bench $(PROXY_BENCH_ARGS)
+
+bench-proxy: $(STAMP)
+	$(PY) -m tests.tools.ensure_system
+	$(PY) -m benchmarks.proxy_bench $(PROXY_BENCH_ARGS)
 
 bench-smoke: $(STAMP)
 	$(PY) -m tests.tools.ensure_system

@@ -82,6 +82,7 @@ class McpApp:
         skills: a folder of Agent Skills to serve (a path or a :class:`~mcpcore.extensions.skills.Skills`), SEP-2640.
         delegation: tokens for downstream APIs on the caller's behalf (:class:`~mcpcore.auth.delegation.Delegation`);
             default: RFC 8693 token exchange when ``MCP_TOKEN_EXCHANGE_URL`` is set.
+        mounts: ``{namespace: child}`` served as :meth:`mount` would.
     """
 
     def __init__(
@@ -89,14 +90,10 @@ class McpApp:
         name: str = "mcpcore-server",
         version: str = "0.1.0",
         *,
-        title: str | None = None,
-        description: str | None = None,
-        website_url: str | None = None,
-        icons: list[dict[str, Any]] | None = None,
+        title: str | None = None, description: str | None = None,
+        website_url: str | None = None, icons: list[dict[str, Any]] | None = None,
         instructions: str | None = None,
-        tools: Iterable[Any] = (),
-        resources: Iterable[Any] = (),
-        prompts: Iterable[Any] = (),
+        tools: Iterable[Any] = (), resources: Iterable[Any] = (), prompts: Iterable[Any] = (),
         settings: Settings | None = None,
         session_mode: SessionMode | None = None,
         storage: StorageProvider | None = None,
@@ -109,8 +106,7 @@ class McpApp:
         landing: bool | None = None,
         expose_stateless_session_id: bool | None = None,
         extensions: Mapping[str, Mapping[str, Any]] | None = None,
-        skills: Any = None,
-        delegation: Delegation | None = None,
+        skills: Any = None, delegation: Delegation | None = None, mounts: Mapping[str, Any] | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env()
         self.expose_stateless_session_id = self.settings.expose_stateless_session_id \
@@ -166,12 +162,14 @@ class McpApp:
         self._side = SideRoutes(self)
         self._http: HttpTransport | None = None
         self._http_sse: HttpSseTransport | None = None
-        self._started = False
-        self._draining = False
+        self._started = self._draining = False
         self._start_lock: asyncio.Lock | None = None
         self._exit: contextlib.AsyncExitStack | None = None
         self._mode: str | None = None
         self._server_checked = False  # the lifespan put the HTTP ceilings on the server (or said it cannot)
+        self.composition: Any = None  # what this app mounts (mcpcore.compose.Composition)
+        for namespace, child in (mounts or {}).items():
+            self.mount(child, namespace)
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -207,6 +205,12 @@ class McpApp:
             self.registry.add(resource(uri, **options)(f))
             return f
         return deco
+
+    def mount(self, child: Any, namespace: str, *, separator: str | None = None) -> McpApp:
+        """Serve ``child``'s definitions under ``namespace``, a live link (:func:`mcpcore.compose.mount`)."""
+        from .compose import mount
+        mount(self, child, namespace, separator=separator)
+        return self
 
     def add_middleware(self, layer: Middleware) -> McpApp:
         """Add a layer inside those already there (before the app starts)."""
@@ -281,8 +285,7 @@ class McpApp:
                  extra={"fields": {"tools": len(self.registry.tools), "sessionMode": self._mode}})
 
     def _on_route(self, event: dict[str, Any]) -> None:
-        if event.get("kind") == "route":
-            deliver_route(self.live, event)
+        deliver_route(self.live, event) if event.get("kind") == "route" else None
 
     async def readiness(self) -> tuple[bool, dict[str, str]]:
         """Whether every store this app needs answers: ``(ready, {part: "ok" | reason})``."""
@@ -290,8 +293,7 @@ class McpApp:
         return await self.stores.readiness(state.provider.ping if state is not None else None, self._started)
 
     def begin_drain(self) -> None:
-        """Stop long-lived streams now (listen streams answer and close, GET streams close) so a
-        server shutting down is not held open by them; requests in flight still finish."""
+        """End long-lived streams now (listen streams answer, GET streams close); requests in flight finish."""
         self.dispatcher.closing.set()
 
     def end_keep_alive(self) -> None:
@@ -365,17 +367,20 @@ class McpApp:
             await send({"type": "websocket.close", "code": 1008})
 
     def side_routes(self, *, mounted: bool = False) -> dict[str, str]:
-        """The paths served beside the MCP transports (GET and HEAD), each with why it is public
-        (see :class:`~mcpcore.side_routes.SideRoutes`). ``mounted``: as served under a prefix."""
+        """The paths served beside the MCP transports (GET, HEAD), each with why it is public
+        (:class:`~mcpcore.side_routes.SideRoutes`); ``mounted``: as served under a prefix."""
         return self._side.routes(mounted=mounted)
 
-    def _runtime(self) -> Runtime:
+    def _runtime(self, stdio: bool = False) -> Runtime:
+        if stdio:
+            return Runtime(settings=self.settings, dispatcher=self.dispatcher, services=self.services,
+                           notifier=self.notifier, bus=self.bus, sessions=self.sessions, live=self.live,
+                           session_mode="stateful", server_info=self.server_info)
         return Runtime(settings=self.settings, dispatcher=self.dispatcher, services=self.services,
                        notifier=self.notifier, bus=self.bus, sessions=self.sessions, live=self.live,
                        session_mode=self.session_mode, server_info=self.server_info, events=self.events,
                        shared=self.stores.shared, auth=self.authenticator,
-                       expose_stateless_session_id=self.expose_stateless_session_id,
-                       stream_slots=self.stream_slots)
+                       expose_stateless_session_id=self.expose_stateless_session_id, stream_slots=self.stream_slots)
 
     # -- running --------------------------------------------------------------------------------
 
@@ -385,14 +390,9 @@ class McpApp:
 
         await self.startup(transport="stdio")
         try:
-            await StdioTransport(self._stdio_runtime()).serve(stdin, stdout)
+            await StdioTransport(self._runtime(stdio=True)).serve(stdin, stdout)
         finally:
             await self.shutdown()
-
-    def _stdio_runtime(self) -> Runtime:
-        return Runtime(settings=self.settings, dispatcher=self.dispatcher, services=self.services,
-                       notifier=self.notifier, bus=self.bus, sessions=self.sessions, live=self.live,
-                       session_mode="stateful", server_info=self.server_info)
 
     def run(self, transport: str | None = None, *, host: str | None = None, port: int | None = None) -> None:
         """Serve until interrupted: HTTP with uvicorn, or stdio."""

@@ -187,6 +187,10 @@ class Settings:
     max_input_rounds: int = _env("MCP_MAX_INPUT_ROUNDS", _int(1, 100), 10)
     client_request_timeout_ms: int = _env("MCP_CLIENT_REQUEST_TIMEOUT_MS", _int(100), 300_000)
     expose_stateless_session_id: bool = _env("MCP_EXPOSE_STATELESS_SESSION_ID", _bool, False)
+    # Composition (mcpcore.compose): the names mounted and proxied definitions get.
+    tool_name_limit: int = _env("MCP_TOOL_NAME_LIMIT", _int(1, 128), 64)
+    tool_name_client_prefix: str = _env("MCP_TOOL_NAME_CLIENT_PREFIX", _str, "")
+    mount_separator: str = _env("MCP_MOUNT_SEPARATOR", _str, "_")
     public_url: str | None = _env("MCP_PUBLIC_URL", _str, None)
     storage_provider: str = _env("STORAGE_PROVIDER_TYPE",
                                  _choice("in-memory", "filesystem", "redis",

@@ -55,6 +55,8 @@ class Stores:
         sweep_period = self.sweep_period = max(1.0, min(60.0, s.session_idle_ms / 3000))
         self.live = live
         self.shared = s.session_store == "redis"
+        self.probes: list[Callable[[], tuple[dict[str, str], bool]]] = []
+        """More parts for ``/readyz`` (proxied backends): ``() -> ({part: state}, whether it fails readiness)``."""
         self.redis: Any = None
         self.bus: NotificationBus
         self.sessions: SessionStore
@@ -159,7 +161,12 @@ class Stores:
         checks = dict(checks)
         if not started:
             checks["app"] = "not started"
-        return all(v == "ok" for v in checks.values()), checks
+        ok = all(v == "ok" for v in checks.values())
+        for probe in self.probes:
+            parts, failing = probe()
+            checks.update(parts)
+            ok = ok and not failing
+        return ok, checks
 
     async def _check(self, state_ping: Callable[[], Awaitable[Any]] | None) -> dict[str, str]:
         checks: dict[str, str] = {}

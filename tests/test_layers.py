@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"protocol", "security", "redis_client", "redis_sentinel", "redis_startup", "client"},
     {"context", "storage", "bus", "sessions", "auth", "telemetry", "layer", "credentials"},
     {"definitions", "extensions"},
-    {"server", "lint", "middleware", "tasks", "openapi"},
+    {"server", "lint", "middleware", "tasks", "openapi", "compose"},
     {"runtime", "transports"},
     {"landing", "side_routes", "serving", "http_limits", "wiring", "state_layer", "stack", "observability"},
     {"app"},

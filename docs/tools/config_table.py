@@ -78,6 +78,12 @@ MEANINGS: dict[str, str] = {
                           "`resources/templates/list`.",
     "MCP_MAX_INPUT_ROUNDS": "Most `ctx.request_input` rounds the framework drives for one 2025-era request "
                             "before failing it.",
+    "MCP_TOOL_NAME_LIMIT": "Longest tool name a mounted or proxied definition may get, counting "
+                           "`MCP_TOOL_NAME_CLIENT_PREFIX`; checked at mount time (model providers cap names at 64).",
+    "MCP_TOOL_NAME_CLIENT_PREFIX": "The prefix your clients add to tool names (such as `mcp__server__`), counted "
+                                   "against `MCP_TOOL_NAME_LIMIT`.",
+    "MCP_MOUNT_SEPARATOR": "What joins a mount's namespace and a tool or prompt name (`billing_search`); "
+                           "`app.mount(..., separator=)` overrides it.",
     "MCP_CLIENT_REQUEST_TIMEOUT_MS": "How long the server waits for the client to answer a server-to-client "
                                      "request (elicitation, sampling, roots) on a 2025-era session.",
     "MCP_EXPOSE_STATELESS_SESSION_ID": "Under `MCP_SESSION_MODE=stateless`, give each 2025-era request a fresh "

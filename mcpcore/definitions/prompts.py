@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
@@ -51,6 +51,8 @@ class PromptDefinition:
     """Who sees and may get the prompt (``None``: every caller)."""
     direct: Callable[..., Any] | None = None
     """The function itself when it is a coroutine function (called without the thread hop)."""
+    forward: Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]] | None = None
+    """Served elsewhere (a proxied backend): the request's ``params`` and ``Inbound`` are handed over whole."""
     pipeline: Any = field(default=None, init=False, repr=False)
     """How it is invoked (``mcpcore.server.invoke.Pipeline``): built on its first call, kept."""
 

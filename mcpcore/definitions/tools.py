@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -107,6 +107,8 @@ class ToolDefinition:
     """Who sees and may call the tool (``None``: every caller)."""
     task: TaskSupport | None = None
     """How the tool runs as a task (``None``: it never does)."""
+    forward: Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]] | None = None
+    """Served elsewhere (a proxied backend): the request's ``params`` and ``Inbound`` are handed over whole."""
     unwrapped: bool = field(init=False, default=False)
     """2026-07-28 carries a non-object result as is (any JSON ``structuredContent``)."""
     pipeline: Any = field(default=None, init=False, repr=False)

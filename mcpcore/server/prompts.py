@@ -50,5 +50,7 @@ def get_prompt(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaita
     p = core.registry.prompts.get(name)
     if p is None or (p.visible_to is not None and not may_see(core, p, req)):
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown prompt: {quoted(name)}", {"reason": "unknown_prompt"})
+    if p.forward is not None:
+        return p.forward(params, req)
     pipe = p.pipeline
     return invoke(core, pipe if pipe is not None else PROMPTS.pipeline(p), params.get("arguments"), req, name)

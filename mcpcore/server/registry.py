@@ -123,6 +123,10 @@ class Registry:
         view.auth = tuple(s for s in owners[0].auth if all(s in o.auth for o in owners[1:]))
         self._changed("resources")
 
+    def views(self) -> set[ResourceDefinition]:
+        """The MCP App views this registry serves for its tools (made from the tools' apps)."""
+        return {view for view, _ in self._views.values()}
+
     def add_all(self, objs: Iterable[Any]) -> None:
         for o in objs:
             self.add(o)

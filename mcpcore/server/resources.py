@@ -88,6 +88,8 @@ def read_resource(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awa
     if found is None or (found[0].visible_to is not None and not may_see(core, found[0], req)):
         raise resource_not_found(uri, modern=req.era is Era.MODERN)
     res, variables = found
+    if res.forward is not None:
+        return res.forward(params, req)
     pipe = res.pipeline
     return invoke(core, pipe if pipe is not None else RESOURCES.pipeline(res), variables, req, uri)
 

@@ -56,6 +56,8 @@ def call_tool(core: ServerCore, params: dict[str, Any], req: Inbound) -> Awaitab
     tool = core.registry.tools.get(name)
     if tool is None or (tool.visible_to is not None and not may_see(core, tool, req)):
         raise McpError(JsonRpcErrorCode.InvalidParams, f"Unknown tool: {quoted(name)}", {"reason": "unknown_tool"})
+    if tool.forward is not None:
+        return tool.forward(params, req)
     if tool.task is not None and core.tasks is not None:
         return core.tasks.call(core, tool, params, req)
     pipe = tool.pipeline

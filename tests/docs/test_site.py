@@ -16,7 +16,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = ["mcpcore", "mcpcore.auth", "mcpcore.middleware", "mcpcore.storage", "mcpcore.extensions",
           "mcpcore.client", "mcpcore.testing", "mcpcore.telemetry", "mcpcore.metrics", "mcpcore.openapi",
-          "mcpcore.credentials"]
+          "mcpcore.credentials", "mcpcore.compose"]
 
 
 def mkdocs(config: Path, site: Path) -> subprocess.CompletedProcess[str]:

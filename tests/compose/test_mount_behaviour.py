@@ -1,0 +1,205 @@
+"""What a mounted child keeps through the parent: its middleware, visibility and scopes,
+dependencies, tasks, Apps, and its notifications, renamed, in both eras."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Annotated, Any
+
+import pytest
+from pydantic import BaseModel
+
+from mcpcore import Call, CallNext, Context, Depends, McpApp, McpError, Middleware, Settings, resource, tool
+from mcpcore.extensions import APP_MIME_TYPE, APPS, App
+from mcpcore.testing import McpTestClient
+from tests.auth.test_http_auth import SECRET, bearer, token
+
+pytestmark = pytest.mark.anyio
+
+ERAS = ["legacy", "modern"]
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+class Seen(Middleware):
+    """The child's layer: records what it sees and stamps the results it passes."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str | None, bool]] = []
+
+    async def on_call_tool(self, call: Call, call_next: CallNext) -> Any:
+        self.seen.append((call.method, call.name, call.definition is not None))
+        result = await call_next(call)
+        result.setdefault("_meta", {})["seen-by"] = "child"
+        return result
+
+    async def on_list_tools(self, call: Call, call_next: CallNext) -> Any:
+        result = await call_next(call)
+        self.seen.append((call.method, ",".join(sorted(t["name"] for t in result["tools"])), True))
+        result["tools"] = [t for t in result["tools"] if t["name"] != "internal"]
+        return result
+
+
+class Name(BaseModel):
+    name: str
+
+
+def dep_value() -> str:
+    return "from-dependency"
+
+
+def child_app(layer: Seen | None = None) -> McpApp:
+    @tool
+    def echo(text: str, dep: Annotated[str, Depends(dep_value)]) -> str:
+        """Echo with a dependency."""
+        return f"{text}/{dep}"
+
+    @tool
+    def internal() -> str:
+        """Hidden from lists by the child's middleware."""
+        return "internal"
+
+    @tool(visible_to=["billing:admin"])
+    def refund() -> str:
+        """Admins only."""
+        return "refunded"
+
+    @tool(task="required")
+    async def report(rows: int) -> str:
+        """A long report."""
+        await asyncio.sleep(0.01)
+        return f"{rows} rows"
+
+    @tool(app=App(html="<p>chart</p>"))
+    def chart() -> dict[str, Any]:
+        """A chart."""
+        return {"points": [1, 2]}
+
+    @tool
+    def touch(ctx: Context) -> str:
+        """Changes a resource and the tool list."""
+        ctx.notify_resource_updated("data://watched")
+        ctx.notify_tool_list_changed(["echo"])
+        return "touched"
+
+    @tool
+    async def interview(ctx: Context) -> str:
+        """Reports progress, logs, and asks the caller its name."""
+        await ctx.report_progress(1, 2)
+        ctx.log.info("asking")
+        answer = await ctx.elicit("Your name?", Name)
+        await ctx.report_progress(2, 2)
+        return f"hello {answer.data.name if answer.data else 'nobody'}"
+
+    @resource("data://watched", mime_type="text/plain")
+    def watched() -> str:
+        """Watched."""
+        return "w"
+
+    return McpApp("billing", settings=Settings.from_env({}),
+                  tools=[echo, internal, refund, report, chart, touch, interview],
+                  resources=[watched], middleware=[layer] if layer else [])
+
+
+def parent_app(child: McpApp, **settings: Any) -> McpApp:
+    app = McpApp("parent", settings=Settings.from_env({}, **settings))
+    app.mount(child, namespace="billing")
+    return app
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_child_middleware_sees_its_own_names_and_dependencies_resolve(era: str) -> None:
+    layer = Seen()
+    app = parent_app(child_app(layer))
+    async with McpTestClient(app, era=era) as c:
+        names = {t["name"] for t in await c.list_tools()}
+        assert "billing_echo" in names and "billing_internal" not in names  # the child's list hook ran
+        assert ("tools/list", "chart,echo,internal,interview,refund,report,touch", True) in layer.seen  # in its names
+        r = await c.call_tool("billing_echo", {"text": "hi"})
+        assert r["content"][0]["text"] == "hi/from-dependency" and r["_meta"]["seen-by"] == "child"
+        assert ("tools/call", "echo", True) in layer.seen  # its name, its registry's definition
+        schema = {t["name"]: t for t in await c.list_tools()}["billing_echo"]["inputSchema"]
+        assert set(schema["properties"]) == {"text"}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_visibility_and_scopes_hold_through_the_parent(era: str) -> None:
+    app = parent_app(child_app(), auth_mode="jwt", auth_secret_key=SECRET)
+    async with McpTestClient(app, era=era, headers=bearer(token())) as c:
+        assert "billing_refund" not in {t["name"] for t in await c.list_tools()}
+        with pytest.raises(McpError) as e:
+            await c.call_tool("billing_refund")
+        assert (e.value.data or {}).get("reason") == "unknown_tool"
+    async with McpTestClient(app, era=era, headers=bearer(token(scope="billing:admin"))) as c:
+        assert "billing_refund" in {t["name"] for t in await c.list_tools()}
+        assert (await c.call_tool("billing_refund"))["content"][0]["text"] == "refunded"
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_child_task_tool_runs_as_a_task_of_the_parent(kind: str, request: pytest.FixtureRequest) -> None:
+    app = parent_app(child_app(), **stores(kind, request))
+    async with McpTestClient(app, era="modern", capabilities=TASKS) as c:
+        created = await c.call_tool("billing_report", {"rows": 3})
+        assert created["resultType"] == "task"
+        deadline = time.monotonic() + 5
+        while (task := await c.request("tasks/get", {"taskId": created["taskId"]}))["status"] == "working":
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        assert task["status"] == "completed" and task["result"]["content"][0]["text"] == "3 rows"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_child_app_view_is_served_by_the_parent(era: str) -> None:
+    app = parent_app(child_app())
+    caps = {"extensions": {APPS: {"mimeTypes": [APP_MIME_TYPE]}}}
+    async with McpTestClient(app, era=era, capabilities=caps) as c:
+        chart = {t["name"]: t for t in await c.list_tools()}["billing_chart"]
+        uri = chart["_meta"]["ui"]["resourceUri"]
+        assert uri == "ui://chart/view.html"
+        (item,) = (await c.read_resource(uri))["contents"]
+        assert item["text"] == "<p>chart</p>" and item["mimeType"] == APP_MIME_TYPE
+        assert (await c.call_tool("billing_chart"))["structuredContent"] == {"points": [1, 2]}
+
+
+def stores(kind: str, request: pytest.FixtureRequest) -> dict[str, Any]:
+    if kind == "memory":
+        return {}
+    return {"session_store": "redis", "storage_provider": "redis", "redis_url": request.getfixturevalue("redis_url")}
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_childs_notifications_reach_the_parents_clients_renamed(era: str, kind: str,
+                                                                         request: pytest.FixtureRequest) -> None:
+    child = child_app()
+    app = parent_app(child, **stores(kind, request))
+    await app.startup()
+    try:
+        async with McpTestClient(app, era=era) as watcher, McpTestClient(app, era=era) as actor, \
+                watcher.listen(tools_list_changed=True, resource_subscriptions=["data://billing/watched"]) as sub:
+            await actor.call_tool("billing_touch")  # ctx.notify_* inside a mounted handler
+            got = [await sub.next(5), await sub.next(5)]
+            methods = sorted(n["method"] for n in got)
+            assert methods == ["notifications/resources/updated", "notifications/tools/list_changed"]
+            update = next(n for n in got if n["method"].endswith("updated"))
+            assert update["params"]["uri"] == "data://billing/watched"
+            await child.notify.resource_updated("data://watched")  # the child's app.notify
+            note = await sub.next(5)
+            assert note["method"] == "notifications/resources/updated"
+            assert note["params"]["uri"] == "data://billing/watched"
+    finally:
+        await app.shutdown()
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_progress_logs_and_questions_of_a_mounted_handler_reach_the_caller(era: str) -> None:
+    app = parent_app(child_app())
+    handlers = {"elicitation/create": lambda p: {"action": "accept", "content": {"name": "Ada"}}}
+    async with McpTestClient(app, era=era, capabilities={"elicitation": {}}, handlers=handlers,
+                             log_level="info") as c:
+        c.answers_input_required = True
+        seen: list[Any] = []
+        r = await c.call_tool("billing_interview", {}, on_progress=lambda p, t, m: seen.append(p))
+        assert r["content"][0]["text"] == "hello Ada", r
+        assert 2 in seen  # the last attempt's progress (2026-07-28 runs the handler again after the answer)
+        assert any(m.get("method") == "notifications/message" for m in c.messages), c.messages

@@ -1,0 +1,74 @@
+"""Two gateway instances behind the round-robin proxy, sharing one Redis, proxying one 2025-era
+backend (the example server, counting the ``initialize`` requests it answers): the backend session
+of each caller identity is opened once and reused by both instances; a backend restart costs one
+re-initialize, not an error; a list change on the backend reaches a client on either instance."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpcore.testing import McpTestClient
+from tests.auth.test_http_auth import SECRET, bearer, token
+from tests.scale.harness import cluster, proxy
+from tests.servers import PROCESSES, free_port, run_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+BACKEND = "tests.compose.backend_app:app"
+
+
+async def initializes(backend: str) -> dict[str, int]:
+    async with McpTestClient(url=backend, era="modern") as c:
+        counts: dict[str, int] = (await c.call_tool("backend_initializes"))["structuredContent"]
+        return counts
+
+
+async def calls(front: str, who: str, era: str, n: int) -> None:
+    async with McpTestClient(url=front, era=era, headers=bearer(token(sub=who))) as c:
+        for i in range(n):
+            r = await c.call_tool("be_search", {"query": "red"})
+            assert not r.get("isError") and r["structuredContent"]["totalCount"] == 2, (i, r)
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_one_backend_session_per_identity_across_instances_and_a_restart(tmp_path: Path, era: str) -> None:
+    port = free_port()
+    backend = f"http://127.0.0.1:{port}/mcp"
+    env = {"PROXY_BACKENDS": f"be={backend}", "PROXY_BACKEND_ERA": "legacy", "MCP_AUTH_MODE": "jwt",
+           "MCP_AUTH_SECRET_KEY": SECRET}
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(run_server(BACKEND, port=port))
+        c = stack.enter_context(cluster(tmp_path, "tests.compose.gateway_app:app", n=2, extra_env=env))
+        front = stack.enter_context(proxy(c.urls))
+        await calls(front, "alice", era, 200)
+        counted = await initializes(backend)
+        assert counted["caller"] == 1, counted  # 200 calls over two instances: one backend session
+        await calls(front, "bob", era, 10)
+        assert (await initializes(backend))["caller"] == 2  # another identity gets its own
+        await calls(front, "alice", era, 10)
+        assert (await initializes(backend))["caller"] == 2
+        PROCESSES[backend].kill()  # the backend restarts: every session it held is gone
+        PROCESSES[backend].wait(10)
+        with run_server(BACKEND, port=port):
+            await calls(front, "alice", era, 20)  # no error: the session is re-opened once
+            assert (await initializes(backend))["caller"] == 1
+
+
+async def test_a_backend_list_change_reaches_a_client_on_the_other_instance(tmp_path: Path) -> None:
+    port = free_port()
+    backend = f"http://127.0.0.1:{port}/mcp"
+    env = {"PROXY_BACKENDS": f"be={backend}", "PROXY_BACKEND_ERA": "legacy"}
+    with run_server(BACKEND, port=port), cluster(tmp_path, "tests.compose.gateway_app:app", n=2, extra_env=env) as c:
+        for listening_on, acting_on in ((c.urls[0], c.urls[1]), (c.urls[1], c.urls[0])):
+            for era in ("legacy", "modern"):
+                async with McpTestClient(url=listening_on, era=era) as watcher, \
+                        McpTestClient(url=acting_on, era=era) as actor, watcher.listen(tools_list_changed=True) as sub:
+                    await asyncio.sleep(0.2)
+                    await actor.call_tool("be_test_trigger_tool_change", {})
+                    note: dict[str, Any] = await sub.next(10)
+                    assert note["method"] == "notifications/tools/list_changed"
