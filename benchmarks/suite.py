@@ -17,19 +17,27 @@ from typing import Any
 
 from .harness.catalog import ALL, SERVERS
 from .harness.config import LOAD_CPU, NICE, OUT_DIR, PEERS_PY, SERVER_CPU, log
-from .harness.machine import ensure_peers_venv, find_tools, machine_info, source_state, versions
+from .harness.machine import (
+    ensure_peers_venv,
+    find_tools,
+    load_average,
+    machine_info,
+    peers_venv_ready,
+    source_state,
+    versions,
+)
 from .harness.processes import stop_all
 from .harness.report import render_markdown, write_report
 from .harness.sampling import LoadSettings
 from .harness.scenario import Ctx, Family
 from .harness.stats import ratios
 from .options import parse_args
-from .scenarios import idle_sessions, instructions, load, sse_buffer, tasks
+from .scenarios import idle_sessions, instructions, load, sse_buffer, tasks, tm
 from .scenarios.catalog import SCENARIO_BY_ID, SCENARIOS
 from .scenarios.targets import targets
 
 FAMILIES: dict[str, Family] = {f.kind: f for f in (load.FAMILY, sse_buffer.FAMILY, instructions.FAMILY,
-                                                   idle_sessions.FAMILY, tasks.FAMILY)}
+                                                   idle_sessions.FAMILY, tasks.FAMILY, tm.FAMILY)}
 
 
 def _settings(args: argparse.Namespace, pinned: bool, nice: bool, elapsed: float) -> dict[str, Any]:
@@ -49,7 +57,11 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     wanted_servers = [s for s in ALL if s in args.servers] if args.servers else list(ALL)
     need_peers = any(SERVERS[k].peers for k in wanted_servers)
     python: dict[str, Path] = {"main": Path(sys.executable)}
-    if need_peers:
+    if need_peers and args.smoke:
+        # The smoke run installs nothing: the SDK (mcp 2.3, a dev dependency) runs from the project's
+        # .venv unless the peers' virtualenv is already there and current.
+        python["peers"] = PEERS_PY if peers_venv_ready() else Path(sys.executable)
+    elif need_peers:
         python["peers"] = ensure_peers_venv()
     elif PEERS_PY.exists():
         python["peers"] = PEERS_PY
@@ -62,6 +74,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     report: dict[str, Any] = {"meta": {}, "results": {}}
     failures = 0
     source_before = source_state()
+    load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="mcpbench-") as tmp:
         ctx = Ctx(tools=tools, python=python, load=load_settings, workdir=Path(tmp), sessions=args.sessions,
                   settle=0.1 if args.smoke else 0.5, repeat=args.repeat, session_repeat=args.session_repeat,
@@ -82,7 +95,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     report["meta"] = {
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "command": args.command_line,
-        "machine": machine_info(),
+        "machine": {**machine_info(), "loadavg_start": load_before, "loadavg_end": load_average()},
         "source": {**source_before, "changed_during_run": source_state() != source_before},
         "versions": versions(python, tools),
         "settings": _settings(args, tools.pinned, bool(tools.nice), elapsed),
@@ -106,7 +119,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 # logging/setLevel) and tools_list / resources_read (call_2026's path with another body and
 # verifier). Every server module that runs in the project's .venv is started at least once.
 SMOKE_PLAN: list[tuple[str, list[str]]] = [
-    ("call_2026", ["mcpcore", "mcpcore_layers", "starlette", "asgi"]),
+    ("call_2026", ["mcpcore", "mcpcore_w2", "mcpcore_layers", "starlette", "asgi"]),
     ("call_2025", ["mcpcore"]),
     ("instr_2025", ["mcpcore"]),
     ("call_2025_redis", ["mcpcore"]),
@@ -114,7 +127,13 @@ SMOKE_PLAN: list[tuple[str, list[str]]] = [
     ("sse_buffer", ["mcpcore"]),
     ("idle_sessions", ["mcpcore"]),
     ("tasks_get", ["mcpcore"]),
+    # The TM-style workload in both forms: mcpcore (one and two workers, and the Redis session
+    # store, in the session form), the SDK (from the project's .venv) and the TS SDK on Node (asked
+    # once in the sessionless form, which it cannot speak). FastMCP lives only in .venv-peers: left out.
+    ("tm_session", ["mcpcore", "mcpcore_w2", "sdk", "ts_sdk"]),
+    ("tm_sessionless", ["mcpcore", "sdk", "ts_sdk"]),
 ]
+SMOKE_SERVERS = "mcpcore,mcpcore_w2,mcpcore_layers,starlette,asgi,sdk,ts_sdk"
 
 
 def smoke(out_dir: str | os.PathLike[str] | None = None) -> int:
@@ -130,7 +149,7 @@ def smoke(out_dir: str | os.PathLike[str] | None = None) -> int:
         args = parse_args(["--smoke", "--duration", "1", "--warmup", "0", "--repeat", "1", "--session-repeat", "1",
                            "--sessions", "100",
                            "--retries", "0", "--quiet-wait", "0",
-                           "--connections", "16", "--servers", "mcpcore,mcpcore_layers,starlette,asgi",
+                           "--connections", "16", "--servers", SMOKE_SERVERS,
                            "--scenarios", ",".join(sid for sid, _ in SMOKE_PLAN),
                            "--out", str(out_dir or tmp)])
         try:

@@ -42,3 +42,19 @@ def test_inprocess_driver_measures_every_app_on_both_eras() -> None:
         for era in ("2026", "2025"):
             us = asyncio.run(measure(server, era, 50, 0))
             assert 0 < us < 10_000, (server, era, us)
+
+
+
+def test_section_renders_the_tm_workload_and_the_machine_load() -> None:
+    # The committed TM-style run (docs/bench/tm/): the section make bench writes gives its table.
+    report = json.loads((ROOT / "docs" / "bench" / "tm" / "results.json").read_text())
+    section = render_section(report)
+    tm = report["results"]["tm_session"]["servers"]
+    assert tm["mcpcore"]["status"] == "ok"
+    assert f"| a full session per tool call (published form) | {tm['mcpcore']['rps']:,.0f} (" in section
+    assert "| sessionless 2026-07-28 calls |" in section
+    # Every other server's figure is its req/s over mcpcore's, from the same run.
+    sdk = tm["sdk"]
+    assert f"{sdk['rps']:,.0f} ({sdk['rps'] / tm['mcpcore']['rps']:.2f}x)" in section
+    machine = report["meta"]["machine"]
+    assert f"load average {machine['loadavg_start'][0]:.1f} at the start" in section

@@ -13,6 +13,7 @@ the reverse (tests/test_bench_layout.py checks it).
     wrk            the Lua script for a scenario and one wrk run
     redis_server   a private redis-server for the Redis scenarios; RedisDeployment and its counters
     redis_cluster  a private 3-master Redis Cluster (three nodes joined by redis-cli)
+    tm             the TM-style workload: its Redis and catalog API, its wrk script, its answer checks
     scenario       what a scenario is (Scenario), a run's context (Ctx), a family (Family)
     stats          medians over repeats, mcpcore/baseline ratios
     report         results.md, results.json, the chart and the README section

@@ -10,7 +10,9 @@ HARNESS = BENCH / "harness"
 SERVERS_DIR = BENCH / "servers"
 PEERS_VENV = BENCH / ".venv-peers"
 PEERS_PY = PEERS_VENV / "bin" / "python"
-PEERS_REQUIREMENTS = ["mcp==2.3.0", "fastmcp==4.2.3", "starlette", "uvicorn[standard]", "orjson", "matplotlib"]
+# redis, httpx: the TM-style workload's tools (servers/_tm_tools.py) call Redis and the catalog API.
+PEERS_REQUIREMENTS = ["mcp==2.3.0", "fastmcp==4.2.3", "starlette", "uvicorn[standard]", "orjson", "matplotlib",
+                      "redis[hiredis]", "httpx"]
 PEERS_MARKER = PEERS_VENV / ".bench-requirements"
 OUT_DIR = ROOT / "docs" / "bench"
 
@@ -21,6 +23,10 @@ REDIS_CLI_HINT = "redis-cli is not installed (`apt-get install -y redis-tools`)"
 
 SERVER_CPU = "0"
 LOAD_CPU = "1"
+SERVER_CPUS = "0,1"  # a server of several workers: both cores, shared with the load (a 2-core machine has no more)
+NODE_MODULES = ROOT / ".cache" / "node" / "client" / "node_modules"  # the TS SDK (python -m tests.tools.ensure_node)
+NODE_HINT = ("Node 22 or the TS SDK is missing: `.venv/bin/python -m tests.tools.ensure_node` installs them under "
+             ".cache/node")
 NICE = -5
 TEXT = "hello from the benchmark"
 DOC = "mcpcore benchmark document: a short text resource."

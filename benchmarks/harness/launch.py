@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .catalog import BASE_ENV, Server
-from .config import ROOT, SERVERS_DIR, ServerFailed
+from .config import NODE_HINT, NODE_MODULES, ROOT, SERVER_CPU, SERVER_CPUS, SERVERS_DIR, ServerFailed
 from .machine import Tools
 from .processes import forget, free_port, stop, track
 
@@ -47,7 +47,20 @@ def uvicorn_command(server: Server, python: Path, port: int) -> list[str]:
     return [str(python), "-m", "uvicorn",
             "--app-dir", str(SERVERS_DIR), f"{server.module}:app", "--host", "127.0.0.1", "--port", str(port),
             "--loop", "uvloop", "--http", server.http, "--no-access-log", "--log-level", "warning",
-            "--timeout-graceful-shutdown", "3"]
+            "--timeout-graceful-shutdown", "3", *(["--workers", str(server.workers)] if server.workers > 1 else [])]
+
+
+def server_command(server: Server, python: dict[str, Path], port: int, tools: Tools) -> list[str]:
+    """The command serving ``server`` on ``port``: uvicorn for a Python app, node for the TS SDK's.
+
+    Raises:
+        ServerFailed: the server runs on Node and Node 22 or the TS SDK is not installed.
+    """
+    if server.runtime == "node":
+        if tools.node is None or not NODE_MODULES.is_dir():
+            raise ServerFailed(NODE_HINT)
+        return [tools.node, str(SERVERS_DIR / server.module)]
+    return uvicorn_command(server, python["peers" if server.peers else "main"], port)
 
 
 def server_env(server: Server, env_extra: dict[str, str]) -> dict[str, str]:
@@ -56,6 +69,9 @@ def server_env(server: Server, env_extra: dict[str, str]) -> dict[str, str]:
     env.update(BASE_ENV.get(server.key, {}))
     env.update(env_extra)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if server.runtime == "node":
+        env["NODE_PATH"] = str(NODE_MODULES)
+        env["NODE_ENV"] = "production"
     return env
 
 
@@ -65,9 +81,10 @@ def start_server(server: Server, env_extra: dict[str, str], tools: Tools, workdi
     until it listens."""
     port = free_port()
     env = server_env(server, env_extra)
+    env["PORT"] = str(port)
     log_path = workdir / f"{server.key}-{port}.log"
-    cmd = [*(tools.server_prefix() if wrapper is None else wrapper),
-           *uvicorn_command(server, python["peers" if server.peers else "main"], port)]
+    cpus = SERVER_CPUS if server.workers > 1 else SERVER_CPU
+    cmd = [*(tools.server_prefix(cpus) if wrapper is None else wrapper), *server_command(server, python, port, tools)]
     with open(log_path, "wb") as logf:
         proc = subprocess.Popen(cmd, cwd=str(ROOT), env=env, stdin=subprocess.DEVNULL, stdout=logf,
                                 stderr=subprocess.STDOUT)

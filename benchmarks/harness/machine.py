@@ -19,6 +19,7 @@ import orjson
 from .config import (
     LOAD_CPU,
     NICE,
+    NODE_MODULES,
     PEERS_MARKER,
     PEERS_PY,
     PEERS_REQUIREMENTS,
@@ -45,9 +46,10 @@ class Tools:
     pinned: bool
     redis_cli: str | None = None  # joins the Cluster's nodes (redis-cli --cluster create)
     nice: list[str] = field(default_factory=list)  # e.g. ["nice", "-n", "-5"] when allowed
+    node: str | None = None  # Node 22, for the TS SDK server (None: not installed)
 
-    def server_prefix(self) -> list[str]:
-        return [*self.nice, *([self.taskset, "-c", SERVER_CPU] if self.pinned and self.taskset else [])]
+    def server_prefix(self, cpus: str = SERVER_CPU) -> list[str]:
+        return [*self.nice, *([self.taskset, "-c", cpus] if self.pinned and self.taskset else [])]
 
     def load_prefix(self) -> list[str]:
         return [*self.nice, *([self.taskset, "-c", LOAD_CPU] if self.pinned and self.taskset else [])]
@@ -76,13 +78,28 @@ def find_tools() -> Tools:
     nice_bin = shutil.which("nice")
     nice = [nice_bin, "-n", str(NICE)] if nice_bin and hasattr(os, "geteuid") and os.geteuid() == 0 else []
     return Tools(wrk=wrk, taskset=taskset, redis=shutil.which("redis-server"), pinned=pinned, nice=nice,
-                 redis_cli=shutil.which("redis-cli"))
+                 redis_cli=shutil.which("redis-cli"), node=find_node())
+
+
+def find_node() -> str | None:
+    """Node 22 as tests/tools/ensure_node.py installs it under .cache/node, else ``node`` on PATH
+    when it is version 22 or later (None: neither)."""
+    for candidate in sorted((ROOT / ".cache" / "node" / "node22" / "node_modules").glob("node-linux-*/bin/node")):
+        return str(candidate)
+    found = shutil.which("node")
+    major = (tool_version([found, "--version"]) or "").lstrip("v").split(".")[0] if found else ""
+    return found if major.isdigit() and int(major) >= 22 else None
+
+
+def peers_venv_ready() -> bool:
+    """benchmarks/.venv-peers exists with today's requirements."""
+    return PEERS_PY.exists() and PEERS_MARKER.exists() and PEERS_MARKER.read_text() == "\n".join(PEERS_REQUIREMENTS)
 
 
 def ensure_peers_venv() -> Path:
-    """Create benchmarks/.venv-peers (mcp, fastmcp, matplotlib) on first use."""
+    """Create benchmarks/.venv-peers (mcp, fastmcp, matplotlib, redis) on first use."""
     want = "\n".join(PEERS_REQUIREMENTS)
-    if PEERS_PY.exists() and PEERS_MARKER.exists() and PEERS_MARKER.read_text() == want:
+    if peers_venv_ready():
         return PEERS_PY
     log(f"creating the peer servers' virtualenv {PEERS_VENV.relative_to(ROOT)} (one time) ...")
     if not PEERS_PY.exists():
@@ -107,6 +124,14 @@ def source_state() -> dict[str, Any]:
     dirty = (git("status", "--porcelain", "--", "mcpcore") or "") + (git("diff", "HEAD", "--", "mcpcore") or "")
     return {"commit": git("rev-parse", "--short", "HEAD"), "mcpcore_uncommitted_changes": bool(dirty),
             "mcpcore_diff_sha256": hashlib.sha256(dirty.encode()).hexdigest()[:12] if dirty else None}
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (/proc/loadavg): how busy a shared machine was."""
+    try:
+        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    except (OSError, ValueError):
+        return None
 
 
 def machine_info() -> dict[str, Any]:
@@ -167,6 +192,11 @@ def versions(python: dict[str, Path], tools: Tools) -> dict[str, Any]:
         pv = python_versions(python["peers"], ["mcp", "fastmcp"])
         out.update({k: val for k, val in pv.items() if k != "python"})
     out["wrk"] = tool_version([tools.wrk, "-v"])
+    if tools.node:
+        out["node"] = tool_version([tools.node, "--version"])
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            sdk = orjson.loads((NODE_MODULES / "@modelcontextprotocol" / "sdk" / "package.json").read_bytes())
+            out["@modelcontextprotocol/sdk"] = sdk["version"]
     if tools.redis:
         out["redis-server"] = tool_version([tools.redis, "--version"])
     return out

@@ -40,6 +40,10 @@ def _header(meta: dict[str, Any]) -> list[str]:
                f"Python {m['python']}. Pinning: "
                f"{'server on CPU 0, wrk/redis/harness on CPU 1' if s['pinned'] else 'NONE'}"
                + (f"; server, wrk and redis-server at nice {s['nice']}." if s.get("nice") else "."))
+    if m.get("loadavg_start") and m.get("loadavg_end"):
+        out.append(f"Machine load (1/5/15-minute load averages; {m['nproc']} CPUs, shared with other work): "
+                   f"{'/'.join(f'{x:.1f}' for x in m['loadavg_start'])} at the start, "
+                   f"{'/'.join(f'{x:.1f}' for x in m['loadavg_end'])} at the end.")
     vv = ", ".join(f"{k} {val}" for k, val in v.items() if val and k not in ("python",))
     out.append(f"Versions: {vv}.")
     out.append(f"Load: wrk {s['threads']} thread, {s['connections']} connections, {s['duration']} s x "

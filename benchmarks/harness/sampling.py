@@ -34,6 +34,42 @@ def proc_cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process descended from it (uvicorn's workers under its supervisor)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU time of ``pid`` and its live descendants, summed (None when ``pid`` cannot be read)."""
+    total = proc_cpu_seconds(pid)
+    if total is None:
+        return None
+    for child in process_tree(pid)[1:]:
+        total += proc_cpu_seconds(child) or 0.0
+    return total
+
+
+def tree_status(pid: int, key: str) -> int | None:
+    """A ``kB`` value of /proc/<pid>/status summed over ``pid`` and its descendants, in bytes."""
+    values = [proc_status(p, key) for p in process_tree(pid)]
+    return sum(v for v in values if v) if values and values[0] is not None else None
+
+
 def cpu_busy_seconds(cpu: str) -> float | None:
     """Busy time of one CPU from /proc/stat (everything but idle and iowait)."""
     try:

@@ -20,7 +20,7 @@ class Scenario:
     id: str
     title: str
     measures: str
-    kind: str  # the Family that runs it: "load" | "ab" | "sessions" | "instructions" | "tasks"
+    kind: str  # the Family that runs it: "load" | "ab" | "sessions" | "instructions" | "tasks" | "tm"
     wire: str = "modern"  # "modern" (2026-07-28, sessionless) | "legacy" (2025-11-25 session)
     method: str = "tools/call"
     params: dict[str, Any] = field(default_factory=dict)
@@ -37,6 +37,9 @@ class Scenario:
     alongside: str | None = None
     variants: dict[str, dict[str, str]] = field(default_factory=dict)  # "ab": label -> extra env
     capabilities: dict[str, Any] = field(default_factory=dict)  # 2026-07-28 clientCapabilities
+    # Servers that cannot run this scenario's wire at all: asked once and reported "not available"
+    # with their answer (server key -> why), never measured on another wire instead.
+    unable: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

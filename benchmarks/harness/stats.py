@@ -18,9 +18,14 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
     out: dict[str, Any] = {"status": "ok"}
     for key in ("rps", "rps_cpu", "cpu_us_per_request", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "rss_mb", "hwm_mb",
-                "server_cpu", "wrk_cpu", "core0_other", "core1_other", "bytes_per_response"):
-        out[key] = med(key)
+                "server_cpu", "wrk_cpu", "core0_other", "core1_other", "bytes_per_response",
+                "calls_per_s", "cpu_us_per_call", "services_cpu"):  # the last three: the TM-style workload only
+        if key in runs[0]:
+            out[key] = med(key)
     out["errors"] = sum(r["errors"] for r in runs)
+    for key in ("app_errors", "calls"):  # the TM-style workload only
+        if key in runs[0]:
+            out[key] = sum(r[key] for r in runs)
     out["requests"] = sum(r["requests"] for r in runs)
     out["rps_min"] = min(r["rps"] for r in runs)
     out["rps_max"] = max(r["rps"] for r in runs)
@@ -32,9 +37,9 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         cpus = [r["redis_cpu"] for r in runs if r.get("redis_cpu") is not None]
         out["redis_cpu"] = statistics.median(cpus) if cpus else None
         out["redis_nodes"] = runs[-1].get("redis_nodes", 1)
-    out["repeats"] = [{k: r.get(k) for k in ("rps", "rps_cpu", "p50_ms", "p99_ms", "rss_mb", "server_cpu", "wrk_cpu",
-                                             "core0_other", "core1_other", "errors", "attempts", "quality")}
-                      for r in runs]
+    keep = ("rps", "calls_per_s", "rps_cpu", "p50_ms", "p99_ms", "rss_mb", "server_cpu", "wrk_cpu", "core0_other",
+            "core1_other", "errors", "attempts", "quality")
+    out["repeats"] = [{k: r.get(k) for k in keep} for r in runs]
     out["below_quality_bar"] = sum(1 for r in runs if r.get("quality"))
     return out
 

@@ -7,6 +7,7 @@ providing a ``FAMILY`` (how its scenarios run and show in results.md).
     sse_buffer     the A/B of mcpcore's event buffer on and off (on the load family's runner)
     instructions   instructions per request under valgrind (instr_*; the Redis ones with their own Redis)
     idle_sessions  the RSS of many idle 2025 sessions
+    tm             the TM-style workload (a session per tool call, and sessionless), servers interleaved
     targets        issue 9's and issue 18's targets checked against a run
 
 They import ``benchmarks.harness``; the harness never imports them.

@@ -36,8 +36,8 @@ REDIS_SKIP = {"sdk": NO_REDIS_STORE, "sdk_low": NO_REDIS_STORE,
 SCENARIOS: list[Scenario] = [
     Scenario("call_2026", "tools/call, 2026-07-28, JSON",
              "One sessionless 2026-07-28 POST per request: envelope, routing headers, argument validation, "
-             "tool call, JSON result.",
-             "load", "modern", "tools/call", echo_call(), "echo", ORDER),
+             "tool call, JSON result. mcpcore --workers 2 runs on both cores, shared with wrk.",
+             "load", "modern", "tools/call", echo_call(), "echo", ["mcpcore", "mcpcore_w2", *ORDER[1:]]),
     Scenario("call_2025", "tools/call, 2025 stateful session, JSON",
              "A 2025-11-25 session opened once (initialize + initialized); every request names it with "
              "Mcp-Session-Id. Adds the session lookup. The bare endpoints ignore the session header.",
@@ -46,8 +46,9 @@ SCENARIOS: list[Scenario] = [
              "As call_2025 with MCP_SESSION_STORE=redis (a redis-server of our own on CPU 1): every "
              "request reads the session from Redis. Ratios use the bare endpoints of call_2025; mcpcore in "
              "memory (call_2025's settings) is measured again here, interleaved, for the Redis/memory ratio.",
-             "load", "legacy", "tools/call", echo_call(), "echo", ["mcpcore"], skip=REDIS_SKIP,
-             env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis"}},
+             "load", "legacy", "tools/call", echo_call(), "echo", ["mcpcore", "mcpcore_w2"], skip=REDIS_SKIP,
+             env={"mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis"},
+                  "mcpcore_w2": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "redis"}},
              redis="standalone", baseline_from="call_2025", alongside="call_2025"),
     Scenario("call_2025_redis_cluster", "tools/call, 2025 session in the Redis session store on a Cluster",
              "As call_2025_redis with MCP_REDIS_MODE=cluster against a 3-master Redis Cluster of our own "
@@ -143,5 +144,31 @@ SCENARIOS: list[Scenario] = [
              skip={"sdk_low": "same StreamableHTTPSessionManager as the mcp SDK column (sessions are "
                               "transport-level in the SDK)",
                    "starlette": "keeps no sessions", "asgi": "keeps no sessions"}, env=SESSION_ENV),
+]
+TM_SESSION_ENV = {
+    "mcpcore": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "memory"},
+    "mcpcore_w2": {"MCP_SESSION_MODE": "stateful", "MCP_SESSION_STORE": "memory"},
+    "sdk": {"BENCH_STATELESS": "0", "BENCH_JSON_RESPONSE": "1"},
+    "fastmcp": {"BENCH_STATELESS": "0", "BENCH_JSON_RESPONSE": "1"},
+    "ts_sdk": {"BENCH_STATELESS": "0"},
+}
+TM_SERVERS = ["mcpcore", "mcpcore_w2", "sdk", "fastmcp", "ts_sdk"]
+TM_NO_OTHERS = {"sdk_low": "the workload runs the documented high-level APIs",
+                "starlette": "not an MCP server", "asgi": "not an MCP server"}
+SCENARIOS += [
+    Scenario("tm_session", "TM-style workload: a full session per tool call",
+             "TM Dev Lab's MCP benchmark v2 rebuilt: 50 virtual users, each looping over initialize, "
+             "notifications/initialized, tools/call and DELETE (2025-11-25, JSON responses); the call cycles through "
+             "three tools that each do a GET to a catalog HTTP API and Redis round trips (benchmarks/harness/tm.py). "
+             "mcpcore also with the Redis session store.",
+             "tm", "legacy", "tools/call", servers=TM_SERVERS, skip=TM_NO_OTHERS, env=TM_SESSION_ENV,
+             variants={"mcpcore, Redis session store": {"MCP_SESSION_STORE": "redis"}}),
+    Scenario("tm_sessionless", "TM-style workload: sessionless 2026-07-28 tool calls",
+             "tm_session's tools, users and arguments, each tool call one 2026-07-28 POST (no initialize, no session, "
+             "no DELETE).",
+             "tm", "modern", "tools/call", servers=TM_SERVERS, skip=TM_NO_OTHERS,
+             env={"ts_sdk": {"BENCH_STATELESS": "1"}},
+             unable={"ts_sdk": "the TS SDK 1.32 speaks protocol versions up to 2025-11-25 only, not the sessionless "
+                               "2026-07-28"}),
 ]
 SCENARIO_BY_ID = {s.id: s for s in SCENARIOS}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -22,7 +23,7 @@ from ..harness.launch import start_server
 from ..harness.processes import stop
 from ..harness.redis_cluster import redis_for
 from ..harness.report import cell, fmt
-from ..harness.sampling import cpu_busy_seconds, proc_cpu_seconds, proc_status, wait_quiet
+from ..harness.sampling import cpu_busy_seconds, tree_cpu_seconds, tree_status, wait_quiet
 from ..harness.scenario import Ctx, Family, Scenario
 from ..harness.stats import summarize
 from ..harness.wire import open_session, request_headers, request_message, verify
@@ -30,6 +31,7 @@ from ..harness.wrk import run_wrk, wrk_script
 from .catalog import SCENARIO_BY_ID
 
 Variant = tuple[str, Server, dict[str, str]]  # (label in the report, server, its environment)
+Measure = Callable[[Ctx, Scenario, Server, dict[str, str]], dict[str, Any]]  # one sample, as measure_once
 
 
 def measure_once(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str]) -> dict[str, Any]:
@@ -54,12 +56,12 @@ def measure_once(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str]) ->
         if redis is not None:
             redis.reset_stats()
             redis_cpu0 = redis.cpu_seconds()
-        cpu0, core0, load0, t0 = (proc_cpu_seconds(run.proc.pid), cpu_busy_seconds(SERVER_CPU),
+        cpu0, core0, load0, t0 = (tree_cpu_seconds(run.proc.pid), cpu_busy_seconds(SERVER_CPU),
                                   cpu_busy_seconds(LOAD_CPU), time.monotonic())
         data = run_wrk(ctx.tools, script, run.url, ctx.load.duration, ctx.load)
-        cpu1, core1, load1, t1 = (proc_cpu_seconds(run.proc.pid), cpu_busy_seconds(SERVER_CPU),
+        cpu1, core1, load1, t1 = (tree_cpu_seconds(run.proc.pid), cpu_busy_seconds(SERVER_CPU),
                                   cpu_busy_seconds(LOAD_CPU), time.monotonic())
-        rss, hwm = proc_status(run.proc.pid, "VmRSS"), proc_status(run.proc.pid, "VmHWM")
+        rss, hwm = tree_status(run.proc.pid, "VmRSS"), tree_status(run.proc.pid, "VmHWM")  # all workers
         redis_stats: dict[str, Any] = {}
         if redis is not None:
             calls = redis.calls()  # summed over the nodes
@@ -93,10 +95,12 @@ def measure_once(ctx: Ctx, sc: Scenario, server: Server, env: dict[str, str]) ->
         # CPU 0 busy with anything but the server (other processes, interrupts): the noise gauge.
         "core0_other": ((core1 - core0) - (cpu1 - cpu0)) / (t1 - t0)
         if core0 is not None and core1 is not None and cpu0 is not None and cpu1 is not None
-        and ctx.tools.pinned else None,
+        and ctx.tools.pinned and server.workers == 1 else None,  # several workers span both cores
+
         # CPU 1 busy with anything but wrk and our own redis-server(s) (other processes, interrupts).
         "core1_other": ((load1 - load0) / (t1 - t0) - data["wrk_cpu"] - (redis_stats.get("redis_cpu") or 0.0))
-        if load0 is not None and load1 is not None and data["wrk_cpu"] is not None and ctx.tools.pinned else None,
+        if load0 is not None and load1 is not None and data["wrk_cpu"] is not None and ctx.tools.pinned
+        and server.workers == 1 else None,
         "wrk_cpu": data["wrk_cpu"], "check": check, **({"set_level": session["set_level"]}
                                                        if "set_level" in session else {}), **redis_stats,
     }
@@ -117,10 +121,11 @@ def _log_sample(sc: Scenario, name: str, r: int, attempt: int, res: dict[str, An
 
 
 def run_variants(ctx: Ctx, sc: Scenario, variants: list[Variant],
-                 measured_as: dict[str, Scenario] | None = None) -> dict[str, Any]:
+                 measured_as: dict[str, Scenario] | None = None, measure: Measure | None = None) -> dict[str, Any]:
     """Measure every variant ``ctx.repeat`` times, interleaved; each one's summary (or failure).
     A variant named in ``measured_as`` runs that scenario's request, checks and Redis use
-    instead of ``sc``'s."""
+    instead of ``sc``'s. ``measure`` takes one sample (default: ``measure_once``)."""
+    sample = measure or measure_once
     as_of = measured_as or {}
     results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
     failed: dict[str, str] = {}
@@ -145,7 +150,7 @@ def run_variants(ctx: Ctx, sc: Scenario, variants: list[Variant],
                     waited = wait_quiet(ctx.load.quiet_wait)
                     t0 = time.monotonic()
                     try:
-                        res = measure_once(ctx, vsc, server, env)
+                        res = sample(ctx, vsc, server, env)
                     except ServerFailed as exc:
                         failed[name] = str(exc)
                         log(f"  {sc.id:<17} {name:<11} #{r + 1}: FAILED {exc}")
