@@ -7,8 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from .docserver import DocServer, run_docserver
 from .issuer import Issuer, make_keys, serve
 from .provider import Provider, run_provider
+from .upstream import UpstreamProvider, run_upstream
 
 
 class FakeClock:
@@ -47,3 +49,17 @@ def provider() -> Iterator[Provider]:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[UpstreamProvider]:
+    """The real upstream OpenID provider (oidc-provider on Node 22), one per test module."""
+    with run_upstream() as provider:
+        yield provider
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocServer]:
+    """An HTTPS server of client ID metadata documents with its own CA, one per test module."""
+    with run_docserver(tmp_path_factory.mktemp("tls")) as server:
+        yield server

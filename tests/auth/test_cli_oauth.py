@@ -21,25 +21,13 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import pytest
 
-from tests.auth.docserver import DocServer, run_docserver
-from tests.auth.upstream import Browser, UpstreamProvider, register, run_proxied, run_upstream
+from tests.auth.docserver import DocServer
+from tests.auth.upstream import Browser, UpstreamProvider, register, run_proxied
 from tests.servers import ROOT, server_log
 
 pytestmark = pytest.mark.slow
 HOOK = shlex.join([sys.executable, str(ROOT / "tests" / "auth" / "oauth_browser.py")])
 ENV = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_", "MCPCORE_OAUTH"))}
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[UpstreamProvider]:
-    with run_upstream() as provider:
-        yield provider
-
-
-@pytest.fixture(scope="module")
-def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocServer]:
-    with run_docserver(tmp_path_factory.mktemp("tls")) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -25,25 +25,13 @@ import pytest
 
 from mcpcore.client import Client, FileTokenStore, MemoryTokenStore, OAuth, OAuthError
 from mcpcore.client.oauth import parse_challenge
-from tests.auth.docserver import DocServer, run_docserver
-from tests.auth.upstream import Browser, UpstreamProvider, register, run_proxied, run_upstream
+from tests.auth.docserver import DocServer
+from tests.auth.upstream import Browser, UpstreamProvider, register, run_proxied
 from tests.servers import server_log
 
 pytestmark = pytest.mark.slow
 REDIRECT = "http://127.0.0.1:9/oauth/callback"
 ACCESS_TTL = 60  # the shortest OAUTH_PROXY_ACCESS_TTL_S: the expiry test waits it out
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[UpstreamProvider]:
-    with run_upstream() as provider:
-        yield provider
-
-
-@pytest.fixture(scope="module")
-def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocServer]:
-    with run_docserver(tmp_path_factory.mktemp("tls")) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

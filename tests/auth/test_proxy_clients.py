@@ -22,25 +22,13 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.auth.docserver import DocServer, run_docserver
-from tests.auth.upstream import Browser, UpstreamProvider, proxy_env, run_upstream
+from tests.auth.docserver import DocServer
+from tests.auth.upstream import Browser, UpstreamProvider, proxy_env
 from tests.scale.harness import cluster, proxy
 from tests.servers import free_port, serve, server_log
 
 pytestmark = pytest.mark.slow
 REDIRECT = "http://127.0.0.1:9/oauth/callback"
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[UpstreamProvider]:
-    with run_upstream() as provider:
-        yield provider
-
-
-@pytest.fixture(scope="module")
-def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocServer]:
-    with run_docserver(tmp_path_factory.mktemp("tls")) as server:
-        yield server
 
 
 @dataclass

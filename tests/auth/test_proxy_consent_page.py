@@ -14,18 +14,12 @@ import httpx
 import orjson
 import pytest
 
-from tests.auth.upstream import UpstreamProvider, authorize_url, pkce, register, run_proxied, run_upstream
+from tests.auth.upstream import UpstreamProvider, authorize_url, pkce, register, run_proxied
 from tests.tools import ensure_node
 
 pytestmark = pytest.mark.slow
 ARTIFACTS = Path(__file__).resolve().parents[2] / ".cache" / "artifacts"
 SCRIPT = Path(__file__).resolve().parents[1] / "js" / "consent_browser.mjs"
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[UpstreamProvider]:
-    with run_upstream() as provider:
-        yield provider
 
 
 @pytest.fixture

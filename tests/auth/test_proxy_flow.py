@@ -18,17 +18,10 @@ from tests.auth.upstream import (
     pkce,
     register,
     run_proxied,
-    run_upstream,
 )
 
 pytestmark = pytest.mark.slow
 REDIRECT = "http://127.0.0.1:9/callback"
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[UpstreamProvider]:
-    with run_upstream() as provider:
-        yield provider
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ client metadata documents on loopback. Each test fails without the defence it na
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -16,24 +16,12 @@ from mcpcore import McpApp, Settings
 from mcpcore.auth.proxy import OAuthProxy
 from mcpcore.auth.proxy.store import MemoryProxyStore
 from tests.apps.proxied import whoami
-from tests.auth.docserver import DocServer, run_docserver
-from tests.auth.upstream import SIGNING_KEY, Browser, UpstreamProvider, authorize_url, pkce, proxy_env, run_upstream
+from tests.auth.docserver import DocServer
+from tests.auth.upstream import SIGNING_KEY, Browser, UpstreamProvider, authorize_url, pkce, proxy_env
 from tests.servers import free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 REDIRECT = "http://127.0.0.1:9/callback"
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[UpstreamProvider]:
-    with run_upstream() as provider:
-        yield provider
-
-
-@pytest.fixture(scope="module")
-def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocServer]:
-    with run_docserver(tmp_path_factory.mktemp("tls")) as server:
-        yield server
 
 
 class Rig:

@@ -5,24 +5,17 @@ instance reading what the other stored."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.auth.upstream import Browser, UpstreamProvider, authorize_url, call_tool, pkce, proxy_env, run_upstream
+from tests.auth.upstream import Browser, UpstreamProvider, authorize_url, call_tool, pkce, proxy_env
 from tests.scale.harness import cluster, proxy
 from tests.servers import free_port, server_log
 
 pytestmark = pytest.mark.slow
 REDIRECT = "http://127.0.0.1:9/callback"
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[UpstreamProvider]:
-    with run_upstream() as provider:
-        yield provider
 
 
 @pytest.mark.parametrize("topology", ["standalone", "cluster", "sentinel"])
