@@ -84,7 +84,8 @@ def _server(module: str, env: dict[str, str]) -> Iterator[str]:
             proc.wait()
 
 
-def _script(era: str, tool: str, session: str | None) -> str:
+def _call(era: str, tool: str, session: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """The params and headers of one echo tools/call in ``era`` (2025: on ``session``)."""
     params: dict[str, Any] = {"name": tool, "arguments": {"text": TEXT}}
     headers = {"Content-Type": "application/json", "Accept": ACCEPT}
     if era == "modern":
@@ -93,6 +94,11 @@ def _script(era: str, tool: str, session: str | None) -> str:
         headers.update({"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": tool})
     else:
         headers.update({"MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": session or ""})
+    return params, headers
+
+
+def _script(era: str, tool: str, session: str | None) -> str:
+    params, headers = _call(era, tool, session)
     body = orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "tools/call", "params": params}).decode()
     pre, post = body.split('"id":0,', 1)
     lines = ['wrk.method = "POST"', *(f'wrk.headers["{k}"] = [==[{v}]==]' for k, v in headers.items()),
@@ -109,14 +115,7 @@ def _script(era: str, tool: str, session: str | None) -> str:
 
 def _check(url: str, era: str, tool: str, session: str | None) -> None:
     """One call answered with the echo (a broken proxy must not be measured as a fast one)."""
-    params: dict[str, Any] = {"name": tool, "arguments": {"text": TEXT}}
-    headers = {"Content-Type": "application/json", "Accept": ACCEPT}
-    if era == "modern":
-        params["_meta"] = {"io.modelcontextprotocol/protocolVersion": MODERN,
-                           "io.modelcontextprotocol/clientCapabilities": {}}
-        headers.update({"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": tool})
-    else:
-        headers.update({"MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": session or ""})
+    params, headers = _call(era, tool, session)
     r = httpx.post(url, content=orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}),
                    headers=headers, timeout=10)
     result = r.json().get("result") or {}
