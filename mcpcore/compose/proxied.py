@@ -26,6 +26,7 @@ from ..protocol.extensions import TASKS
 from ..protocol.versions import Era
 from ..server.registry import Registry
 from ..server.results import tool_error_result
+from .asking import Asking
 from .backend import BackendUnavailable, HttpBackend
 from .relay import Completions, backend_error, relay_to
 from .sessions import MemorySessionTable, RedisSessionTable, SessionTable
@@ -105,6 +106,7 @@ class Proxy:
         self._listener: asyncio.Task[None] | None = None
         self._ttl_s: float | None = None
         self._entries: dict[str, dict[str, dict[str, Any]]] = {}
+        self.asking = Asking()
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -141,6 +143,7 @@ class Proxy:
             with contextlib.suppress(BaseException):
                 await self._listener
             self._listener = None
+        self.asking.close()
         if self.backend is not None:
             await self.backend.close()
 
@@ -322,7 +325,7 @@ class Proxy:
         if self.breaker.is_open and wait > 0:
             return self._unavailable(f"the backend is unavailable ({self.breaker.last_error})", wait, req, tool)
         try:
-            result = await self._backend().request(method, params, req, relay_to(req))
+            result = await self.asking.request(self._backend(), method, params, req)
             rounds = 0
             while (result.get("resultType") == "input_required" and req is not None and req.era is Era.LEGACY
                    and rounds < 10):

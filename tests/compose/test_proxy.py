@@ -90,12 +90,38 @@ async def test_questions_travel_both_ways(backend: str, era: str, backend_era: s
     caps = {"elicitation": {}, "sampling": {}, "roots": {}}
     async with McpTestClient(gateway(backend, backend_era), era=era, capabilities=caps, handlers=handlers) as c:
         c.answers_input_required = True
-        if era == "modern" and backend_era == "legacy":  # not built: the 2025 backend's question is refused
-            with pytest.raises(McpError, match="cannot be asked in the middle of a request to a 2025 backend"):
-                await c.with_rounds("tools/call", {"name": "ex_test_awaited_questions", "arguments": {}})
-            return
         r = await c.with_rounds("tools/call", {"name": "ex_test_awaited_questions", "arguments": {}})
         assert r["content"][0]["text"] == "Hello Ada (1 roots)", r
+
+
+async def test_a_2025_backends_question_waits_for_the_2026_callers_retry(backend: str) -> None:
+    """The backend's call stays open across the caller's retries: one round per question, each
+    answered by a new request; an answer to a question nobody waits on is refused."""
+    app = gateway(backend, "legacy")
+    caps = {"elicitation": {}, "sampling": {}, "roots": {}}
+    async with McpTestClient(app, era="modern", capabilities=caps) as c:
+        call = {"name": "ex_test_awaited_questions", "arguments": {}}
+        first = await c.request("tools/call", call)
+        assert first["resultType"] == "input_required", first
+        (key, asked), = first["inputRequests"].items()
+        assert asked["method"] == "elicitation/create"
+        with pytest.raises(McpError) as stale:
+            await c.request("tools/call", {**call, "requestState": "mcpcore-proxy-ask:nope",
+                                           "inputResponses": {key: {"action": "accept"}}})
+        assert stale.value.code == -32602 and stale.value.data["reason"] == "input_state_unknown"
+        answers = [{"action": "accept", "content": {"name": "Ada"}},
+                   {"role": "assistant", "content": {"type": "text", "text": "Hi"}, "model": "m"},
+                   {"roots": []}]
+        result, rounds = first, 0
+        while result.get("resultType") == "input_required":
+            (key, asked), = result["inputRequests"].items()
+            result = await c.request("tools/call", {**call, "requestState": result["requestState"],
+                                                    "inputResponses": {key: answers[rounds]}})
+            rounds += 1
+        assert rounds == 3 and result["content"][0]["text"] == "Hi Ada (0 roots)", result
+        with pytest.raises(McpError, match="not waiting on"):  # answered already
+            await c.request("tools/call", {**call, "requestState": first["requestState"],
+                                           "inputResponses": {key: answers[0]}})
 
 
 @pytest.mark.parametrize("era", ERAS)
