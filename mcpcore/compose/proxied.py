@@ -188,7 +188,7 @@ class Proxy:
             if held is not None and self.parent is not None and self.parent._started:
                 for kind in {"resources" if k == "templates" else k for k in kinds}:
                     if held.get(kind) or announce:
-                        self.parent.notifier.publish({"kind": kind, "origin": None, **(
+                        self.parent.notifier.publish_here({"kind": kind, "origin": None, **(
                             {"names": held[kind]} if held.get(kind) and not announce else {})})
 
     async def _refresh(self, kinds: tuple[str, ...]) -> None:
@@ -293,7 +293,7 @@ class Proxy:
         elif method == "notifications/resources/updated":
             uri = (msg.get("params") or {}).get("uri")
             if isinstance(uri, str) and self.parent is not None and self.mount is not None:
-                self.parent.notifier.publish({"kind": "resource", "uri": self.mount.ns.uri(uri), "origin": None})
+                self.parent.notifier.publish_here({"kind": "resource", "uri": self.mount.ns.uri(uri), "origin": None})
 
     def _backend(self) -> HttpBackend | StdioBackend:
         if self.backend is None:
