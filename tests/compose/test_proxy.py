@@ -301,3 +301,78 @@ async def test_a_backend_task_is_created_and_polled_through_the_gateway(backend:
         assert task["result"]["content"][0]["text"] == "Computed nightly in 0.3s"
         with pytest.raises(McpError):  # an id the gateway never gave is nobody's
             await c.request("tasks/get", {"taskId": "proxy:ex:nope"})
+
+
+async def _until(c: McpTestClient, task_id: str, *, leave: str = "working") -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    while (task := await c.request("tasks/get", {"taskId": task_id}))["status"] == leave:
+        assert time.monotonic() < deadline, task
+        await asyncio.sleep(0.05)
+    return task
+
+
+async def test_a_backend_task_is_answered_and_cancelled_through_the_gateway(backend: str) -> None:
+    caps = {**TASKS, "elicitation": {}}
+    async with McpTestClient(gateway(backend, "modern"), era="modern", capabilities=caps) as c:
+        created = await c.call_tool("ex_confirm_delete", {"filename": "old.txt"})
+        assert created["resultType"] == "task" and created["taskId"].startswith("proxy:ex:"), created
+        task = await _until(c, created["taskId"])
+        assert task["status"] == "input_required", task
+        [key] = task["inputRequests"]
+        ack = await c.request("tasks/update", {"taskId": created["taskId"],
+                                               "inputResponses": {key: {"action": "accept",
+                                                                        "content": {"confirm": True}}}})
+        assert ack.get("resultType", "complete") == "complete"
+        done = await _until(c, created["taskId"], leave="input_required")
+        done = await _until(c, created["taskId"]) if done["status"] == "working" else done
+        assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "Deleted old.txt", done
+        slow = await c.call_tool("ex_slow_compute", {"seconds": 30})
+        await c.request("tasks/cancel", {"taskId": slow["taskId"]})
+        cancelled = await _until(c, slow["taskId"])
+        assert cancelled["status"] == "cancelled" and cancelled["taskId"] == slow["taskId"], cancelled
+
+
+@pytest.mark.parametrize("backend_era", ERAS)
+@pytest.mark.parametrize("era", ERAS)
+async def test_completions_are_asked_of_the_backend(backend: str, era: str, backend_era: str) -> None:
+    async with McpTestClient(gateway(backend, backend_era), era=era) as c:
+        prompt = await c.request("completion/complete", {
+            "ref": {"type": "ref/prompt", "name": "ex_test_prompt_with_arguments"},
+            "argument": {"name": "arg1", "value": "par"}})
+        assert prompt["completion"]["values"] == ["paris", "park", "party"], prompt
+        template = await c.request("completion/complete", {
+            "ref": {"type": "ref/resource", "uri": "test://ex/template/{id}/data"},
+            "argument": {"name": "id", "value": "1"}})
+        assert template["completion"]["values"] == ["1", "123"], template
+
+
+@pytest.mark.parametrize("backend_era", ERAS)
+async def test_a_2026_callers_cancelled_call_is_cancelled_at_the_backend(backend_era: str) -> None:
+    """A 2026-07-28 caller cancels by closing its request (a real connection to a real gateway
+    server); the backend is told."""
+    with run_server("tests.compose.backend_app:app") as url, \
+            run_server("tests.compose.gateway_app:app", env={"PROXY_BACKENDS": f"ex={url}",
+                                                             "PROXY_BACKEND_ERA": backend_era}) as front:
+        async with McpTestClient(url=front, era="modern") as c:
+            call = asyncio.ensure_future(c.call_tool("ex_wait_for_cancel", {}))
+            await asyncio.sleep(0.7)  # the call has reached the backend
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError, McpError):
+                await call
+        async with McpTestClient(url=url, era="modern") as direct:
+            deadline = time.monotonic() + 5
+            while (await direct.call_tool("backend_cancellations"))["structuredContent"] != 1:
+                assert time.monotonic() < deadline, "the backend never saw the cancellation"
+                await asyncio.sleep(0.1)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_backend_prompt_and_resource_list_changes_reach_a_listening_client(backend: str, era: str) -> None:
+    app = gateway(backend, era)
+    async with McpTestClient(app, era=era) as watcher, McpTestClient(app, era=era) as actor, \
+            watcher.listen(prompts_list_changed=True, resources_list_changed=True) as sub:
+        await asyncio.sleep(0.3)  # the proxy's own stream on the backend is open
+        await actor.call_tool("ex_test_trigger_prompt_change", {})
+        assert (await sub.next(10))["method"] == "notifications/prompts/list_changed"
+        await actor.call_tool("ex_test_trigger_resource_change", {})
+        assert (await sub.next(10))["method"] == "notifications/resources/list_changed"
