@@ -376,3 +376,44 @@ async def test_backend_prompt_and_resource_list_changes_reach_a_listening_client
         assert (await sub.next(10))["method"] == "notifications/prompts/list_changed"
         await actor.call_tool("ex_test_trigger_resource_change", {})
         assert (await sub.next(10))["method"] == "notifications/resources/list_changed"
+
+
+async def test_lists_of_a_backend_without_a_notification_stream_are_refreshed_every_ttl() -> None:
+    """A 2026-07-28 backend that gives ``ttlMs`` and refuses ``subscriptions/listen``: its lists
+    are fetched again once the ttl has passed, and a listening client hears of the change."""
+    tools = {"names": ["first"]}
+    lists: list[float] = []
+
+    async def backend_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            msg = await receive()
+            body += msg.get("body", b"")
+            if not msg.get("more_body"):
+                break
+        req = json.loads(body)
+        method = req.get("method")
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": req.get("id")}
+        if method == "server/discover":
+            reply["result"] = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": True}}}
+        elif method == "tools/list":
+            lists.append(time.monotonic())
+            reply["result"] = {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in tools["names"]],
+                               "ttlMs": 1000, "cacheScope": "public", "resultType": "complete"}
+        else:
+            reply["error"] = {"code": -32601, "message": f"no {method}"}
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(reply).encode()})
+
+    app = gateway("http://backend.test/mcp", "modern", transport=httpx.ASGITransport(app=backend_app),  # type: ignore[arg-type]
+                  refresh_s=300)
+    async with McpTestClient(app, era="modern") as c, McpTestClient(app, era="modern") as watcher, \
+            watcher.listen(tools_list_changed=True) as sub:
+        assert {t["name"] for t in await c.list_tools()} == {"ex_first"}
+        tools["names"] = ["second"]
+        note = await sub.next(5)  # within the ttl (1 s) and a turn, not refresh_s (300 s)
+        assert note["method"] == "notifications/tools/list_changed"
+        assert {t["name"] for t in await c.list_tools()} == {"ex_second"}
+        assert 0.9 <= lists[-1] - lists[-2] < 3, lists
