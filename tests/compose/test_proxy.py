@@ -417,3 +417,31 @@ async def test_lists_of_a_backend_without_a_notification_stream_are_refreshed_ev
         assert note["method"] == "notifications/tools/list_changed"
         assert {t["name"] for t in await c.list_tools()} == {"ex_second"}
         assert 0.9 <= lists[-1] - lists[-2] < 3, lists
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_private_list_is_fetched_and_kept_per_caller(era: str) -> None:
+    """A backend reached with each caller's own token lists by who asks: each caller's list is
+    fetched with its token, kept for the backend's ttlMs, and never shown to another caller."""
+    env = {"MCP_AUTH_MODE": "jwt", "MCP_AUTH_SECRET_KEY": SECRET}
+    with run_server("tests.compose.private_backend:app", env=env) as url:
+        settings = Settings.from_env({}, auth_mode="jwt", auth_secret_key=SECRET)
+        app = McpApp("gateway", settings=settings)
+        app.mount(proxy(url, era="modern", credentials=CallerToken("https://backend.test")), namespace="ex")
+        alice = bearer(token(sub="alice", aud="https://backend.test"))
+        bob = bearer(token(sub="bob", aud="https://backend.test"))
+        async with McpTestClient(app, era=era, headers=alice) as a, McpTestClient(app, era=era, headers=bob) as b:
+            assert {t["name"] for t in await a.list_tools()} >= {"ex_common", "ex_alice_only"}
+            assert "ex_alice_only" not in {t["name"] for t in await b.list_tools()}  # alice's list is not bob's
+            assert (await a.call_tool("ex_alice_only", {}))["content"][0]["text"] == "for alice"
+            with pytest.raises(McpError):  # bob cannot call what his list does not hold
+                r = await b.call_tool("ex_alice_only", {})
+                if r.get("isError"):
+                    raise McpError(-32602, r["content"][0]["text"])
+            counts = (await a.call_tool("ex_list_fetches", {}))["structuredContent"]
+            assert counts == {"alice": 1, "bob": 1}, counts  # the gateway's lists: one fetch each
+            await a.list_tools()  # within the ttl (1 s): from the cache
+            assert (await a.call_tool("ex_list_fetches", {}))["structuredContent"]["alice"] == 1
+            await asyncio.sleep(1.2)
+            await a.list_tools()  # past the ttl: fetched again, with alice's token
+            assert (await a.call_tool("ex_list_fetches", {}))["structuredContent"] == {"alice": 2, "bob": 1}
