@@ -22,6 +22,8 @@ from ..definitions.resources import ResourceDefinition, resource_entries
 from ..definitions.tools import ToolDefinition
 from ..definitions.uritemplate import UriTemplate
 from ..errors import ConfigurationError
+from ..extensions.apps import FLAT_KEY, App
+from .carried import Carrier, ChildLifecycle, MountedPipeline, family_of
 from .names import Namespace, check_namespace
 
 if TYPE_CHECKING:
@@ -79,26 +81,6 @@ class _RenamingNotify:
         self.inner(rename_event(event, ns) if ns is not None else event, req)
 
 
-def _scoped_direct(fn: Callable[..., Awaitable[Any]], ns: Namespace) -> Callable[..., Awaitable[Any]]:
-    async def run(**kwargs: Any) -> Any:
-        token = _serving.set(ns)
-        try:
-            return await fn(**kwargs)
-        finally:
-            _serving.reset(token)
-    return run
-
-
-def _scoped_call(fn: Callable[[dict[str, Any]], Any], ns: Namespace) -> Callable[[dict[str, Any]], Awaitable[Any]]:
-    async def run(kwargs: dict[str, Any]) -> Any:
-        token = _serving.set(ns)
-        try:
-            return await fn(kwargs)
-        finally:
-            _serving.reset(token)
-    return run
-
-
 def _renamed_lister(fn: Callable[[dict[str, Any]], Any], ns: Namespace) -> Callable[[dict[str, Any]], Awaitable[Any]]:
     async def run(kwargs: dict[str, Any]) -> Any:
         token = _serving.set(ns)
@@ -110,13 +92,31 @@ def _renamed_lister(fn: Callable[[dict[str, Any]], Any], ns: Namespace) -> Calla
     return run
 
 
+def renamed_meta(meta: dict[str, Any] | None, ns: Namespace) -> dict[str, Any] | None:
+    """A tool's ``_meta`` with the App view it names (``ui.resourceUri`` and the flat key) renamed."""
+    if not meta:
+        return meta
+    out = dict(meta)
+    ui = out.get("ui")
+    if isinstance(ui, dict) and isinstance(ui.get("resourceUri"), str):
+        out["ui"] = {**ui, "resourceUri": ns.uri(ui["resourceUri"])}
+    if isinstance(out.get(FLAT_KEY), str):
+        out[FLAT_KEY] = ns.uri(out[FLAT_KEY])
+    return out
+
+
 class Mount:
     """One child behind one namespace in one parent."""
 
-    def __init__(self, comp: Composition, child: Any, ns: Namespace) -> None:
+    def __init__(self, comp: Composition, child: Any, ns: Namespace, *, app: bool = True) -> None:
         self.comp = comp
         self.child = child
         self.ns = ns
+        self.app = child if app else None
+        """The child when it is an app in process (``None``: a proxy)."""
+        self.carrier = Carrier(comp.parent, child, lambda: _serving.set(ns), _serving.reset) if app else None
+        self.apps: dict[App, App] = {}
+        """The child's MCP Apps and the parent's copies of them, their views renamed."""
         self.where = f"mount {ns.namespace!r} (app {child.server_info.get('name')!r})"
         self.copies: dict[str, dict[Definition, Definition]] = {k: {} for k in KINDS}
         self.held: dict[str, list[str]] | None = None
@@ -135,7 +135,10 @@ class Mount:
         ns = self.ns
         out: Definition
         if isinstance(d, ToolDefinition):
-            out = dataclasses.replace(d, name=ns.check_budget("tool", d.name, self.where))
+            out = dataclasses.replace(d, name=ns.check_budget("tool", d.name, self.where),
+                                      meta=renamed_meta(d.meta, ns))
+            if d.app is not None and d.app.uri is not None:
+                out.app = self.renamed_app(d.app, d.app.uri)
         elif isinstance(d, PromptDefinition):
             out = dataclasses.replace(d, name=ns.name(d.name))
         else:
@@ -143,10 +146,17 @@ class Mount:
             out = dataclasses.replace(d, uri=uri, template=UriTemplate(uri))
             if d.list_call is not None:
                 out.list_call = _renamed_lister(d.list_call, ns)
-        if d.direct is not None:
-            out.direct = _scoped_direct(d.direct, ns)
-        out.call = _scoped_call(d.call, ns)
+        if self.carrier is not None:
+            out.pipeline = MountedPipeline(family_of(out), out, self.carrier)
         return out
+
+    def renamed_app(self, app: App, uri: str) -> App:
+        """The parent's copy of the child's ``app``, its view under the namespace (one per app: tools
+        sharing a view share its copy)."""
+        found = self.apps.get(app)
+        if found is None:
+            found = self.apps[app] = dataclasses.replace(app, uri=self.ns.uri(uri), _definition=None)
+        return found
 
     def sync(self, kind: str) -> list[str]:
         """Bring the parent's copies of ``kind`` in line with the child; the parent's names that changed."""
@@ -196,6 +206,7 @@ class Composition:
         self.mounts: list[Mount] = []
         self.owners: dict[tuple[str, str], Mount] = {}
         self.layers: Any = None
+        self.lifecycle: ChildLifecycle | None = None
         self.proxies: Any = None
         parent.services.notify = _RenamingNotify(parent.services.notify)
 
@@ -261,10 +272,12 @@ def mount(parent: Any, child: Any, namespace: str | None = None, *, separator: s
     comp = composition_of(parent)
     if any(m.ns.namespace == namespace for m in comp.mounts):
         raise ConfigurationError(f"namespace {namespace!r} is already mounted in {parent.server_info.get('name')!r}")
-    if child.middleware and parent._started:
-        raise ConfigurationError("mount a child with middleware before the parent starts")
+    if parent._started and not isinstance(child, Proxy) and (
+            child.middleware or child._setup is not None or child.stack.state.given is not None):
+        raise ConfigurationError("mount a child with middleware, a setup hook or its own storage before the "
+                                 "parent starts (they start with the parent)")
     ns = Namespace(namespace, sep, s.tool_name_limit, s.tool_name_client_prefix)
-    m = Mount(comp, child, ns)
+    m = Mount(comp, child, ns, app=not isinstance(child, Proxy))
     for kind in KINDS:
         try:
             m.sync(kind)
@@ -284,6 +297,9 @@ def mount(parent: Any, child: Any, namespace: str | None = None, *, separator: s
             parent.stores.probes.append(comp.proxy_readiness)
         comp.proxies.proxies.append(child)
         return m
+    if comp.lifecycle is None and not parent._started:
+        comp.lifecycle = ChildLifecycle(comp)
+        parent.add_middleware(comp.lifecycle)
     child.notifier.bus = _ChildBus(parent.bus, ns)
     for topic in child.dispatcher.core.listen_topics:
         if type(topic).__name__ != "TaskTopic" and topic not in parent.dispatcher.core.listen_topics:
