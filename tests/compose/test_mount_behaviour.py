@@ -245,3 +245,24 @@ async def test_progress_logs_and_questions_of_a_mounted_handler_reach_the_caller
         assert r["content"][0]["text"] == "hello Ada", r
         assert 2 in seen  # the last attempt's progress (2026-07-28 runs the handler again after the answer)
         assert any(m.get("method") == "notifications/message" for m in c.messages), c.messages
+
+
+@pytest.mark.parametrize("backend_era", ERAS)
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_proxied_backends_app_view_is_renamed_like_a_childs(era: str, backend_era: str) -> None:
+    from mcpcore.client.asgi import StreamingASGITransport
+    from mcpcore.compose import proxy
+
+    backend = child_app()
+    await backend.startup()
+    try:
+        app = McpApp("gateway", settings=Settings.from_env({}))
+        app.mount(proxy("http://backend.test/mcp", era=backend_era, transport=StreamingASGITransport(backend)),
+                  namespace="far")
+        async with McpTestClient(app, era=era) as c:
+            chart = {t["name"]: t for t in await c.list_tools()}["far_chart"]
+            assert chart["_meta"]["ui"]["resourceUri"] == chart["_meta"]["ui/resourceUri"] == "ui://far/chart/view.html"
+            (item,) = (await c.read_resource("ui://far/chart/view.html"))["contents"]
+            assert item["uri"] == "ui://far/chart/view.html" and item["text"] == "<p>chart</p>"
+    finally:
+        await backend.shutdown()
