@@ -55,9 +55,11 @@ async def test_log_messages_and_questions_reach_the_caller(era: str, backend_era
 
 
 @pytest.mark.parametrize("backend_era", ERAS)
-async def test_a_caller_below_the_log_level_gets_no_log(backend_era: str) -> None:
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_caller_below_the_log_level_gets_no_log(era: str, backend_era: str) -> None:
     app, _ = gateway(backend_era)
-    async with McpTestClient(app, era="modern", log_level="warning") as c:
+    async with McpTestClient(app, era=era) as c:
+        await c.set_log_level("warning")  # 2025: logging/setLevel on the session; 2026-07-28: each request's
         await c.call_tool("io_chatty")
         assert logged(c) == []
 
