@@ -238,7 +238,7 @@ class StdioBackend:
             if found is not None:  # it exited: run it again
                 self.processes.pop(key, None)
                 await found.close()
-            await self._make_room()
+            await self._make_room(key)
             proc = _Process(self, key, capabilities_for(req))
             self.processes[key] = proc
             try:
@@ -255,10 +255,11 @@ class StdioBackend:
         finally:
             self._opening.pop(key, None)
 
-    async def _make_room(self) -> None:
+    async def _make_room(self, key: str) -> None:
+        """Wait until ``key``'s process may start: fewer than ``max_processes`` others, running or starting."""
         deadline = time.monotonic() + self.timeout
-        while len(self.processes) + len(self._opening) - 1 >= self.max_processes:
-            idle = [p for p in self.processes.values() if not p.inflight]
+        while len((self.processes.keys() | self._opening.keys()) - {key}) >= self.max_processes:
+            idle = [p for k, p in self.processes.items() if not p.inflight and k not in self._opening]
             if idle:
                 victim = min(idle, key=lambda p: p.used)
                 self.processes.pop(victim.key, None)

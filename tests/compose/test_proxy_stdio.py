@@ -108,3 +108,19 @@ async def test_a_log_of_one_of_several_calls_in_flight_is_not_guessed() -> None:
         assert backend_of(p).unattributed == 1 and logged(c) == []  # two calls in flight: whose log?
         await c.call_tool("io_chatty")  # alone again: attributed
         assert logged(c) == ["hello from the backend"]
+
+
+async def test_a_new_caller_waits_while_every_process_is_busy() -> None:
+    app, p = gateway("legacy", auth_mode="jwt", auth_secret_key=SECRET)
+    ada, bob = bearer(token(sub="ada")), bearer(token(sub="bob"))
+    async with McpTestClient(app, era="modern", headers=ada) as a, McpTestClient(app, era="modern", headers=bob) as b:
+        backend = backend_of(p)
+        backend.max_processes = 1
+        await a.call_tool("io_whoami")
+        busy = asyncio.ensure_future(a.call_tool("io_wait", {"seconds": 1.0}))
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        mine = (await b.call_tool("io_whoami"))["structuredContent"]
+        assert busy.done() and (await busy)["content"][0]["text"] == "waited"  # ada's call was not cut short
+        assert mine["calls"] == 1 and time.monotonic() - started >= 0.5
+        assert len(backend.processes) == 1
