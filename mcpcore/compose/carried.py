@@ -47,38 +47,56 @@ def family_of(d: Any) -> Any:
 
 
 class Carrier:
-    """What one mount carries into each invocation of its child's definitions."""
+    """What one mount carries into each invocation of its child's definitions (and, for a definition
+    the child itself mounts, what that mount carries, inside)."""
 
-    def __init__(self, parent: Any, child: Any, enter: Callable[[], Any], leave: Callable[[Any], None]) -> None:
-        self.parent = parent
+    def __init__(self, child: Any, enter: Callable[[], Any], leave: Callable[[Any], None],
+                 inner: Carrier | None = None) -> None:
         self.child = child
         self.enter = enter
-        """Sets the mount's namespace for the call (its notifications are renamed); returns a token."""
+        """Adds the mount's namespace for the call (its notifications are renamed); returns a token."""
         self.leave = leave
+        self.inner = inner
 
-    def services(self) -> ContextServices:
-        """The parent's services with the child's ``app.state`` and, when it has its own, its store."""
+    def around_inner(self, inner: Carrier | None) -> Carrier:
+        """This carrier with ``inner`` (the child's own mount's) run inside it."""
+        return self if inner is None else Carrier(self.child, self.enter, self.leave, inner)
+
+    def chain(self) -> list[Carrier]:
+        """This carrier and those inside it, outermost first."""
+        out: list[Carrier] = []
+        c: Carrier | None = self
+        while c is not None:
+            out.append(c)
+            c = c.inner
+        return out
+
+    def services(self, outer: ContextServices) -> ContextServices:
+        """``outer`` (the parent's services) with the child's ``app.state`` and, when it has its own, its store."""
         own = self.child.stack.state.given is not None
-        services: ContextServices = self.parent.services
-        return dataclasses.replace(services, app_state=self.child.state,
-                                   state=self.child.services.state if own else services.state)
+        return dataclasses.replace(outer, app_state=self.child.state,
+                                   state=self.child.services.state if own else outer.state)
 
     def overrides(self, core: ServerCore) -> Overrides | None:
-        """The parent's overrides, then the child's."""
-        mine = self.child.dependency_overrides
-        if not mine:
-            return core.dependency_overrides
-        return ChainMap(core.dependency_overrides, mine) if core.dependency_overrides else mine
+        """The parent's overrides, then the child's (then those of a child it mounts)."""
+        maps = [m for m in (core.dependency_overrides, *(c.child.dependency_overrides for c in self.chain())) if m]
+        return maps[0] if len(maps) == 1 else ChainMap(*maps) if maps else core.dependency_overrides
+
+    def overridden(self, core: ServerCore) -> bool:
+        return bool(core.dependency_overrides) or any(c.child.dependency_overrides for c in self.chain())
 
     @contextlib.contextmanager
     def around(self, req: Inbound) -> Any:
         saved = req.services
-        req.services = self.services()
-        token = self.enter()
+        tokens = []
         try:
+            for c in self.chain():
+                req.services = c.services(req.services)
+                tokens.append((c, c.enter()))
             yield
         finally:
-            self.leave(token)
+            for c, token in reversed(tokens):
+                c.leave(token)
             req.services = saved
 
 
@@ -118,7 +136,7 @@ class MountedPipeline(Pipeline[Any]):
                           self.carrier.overrides(core))
 
     def _dependencies(self, core: ServerCore, validated: Any, req: Inbound, target: str) -> Awaitable[dict[str, Any]]:
-        if req.request_state is None and not core.dependency_overrides and not self.carrier.child.dependency_overrides:
+        if req.request_state is None and not self.carrier.overridden(core):
             return self._plain(core, validated, req, target, self.plain)  # type: ignore[arg-type]
         return self._with_dependencies(core, validated, req, target)
 

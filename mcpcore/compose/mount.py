@@ -34,8 +34,12 @@ __all__ = ["Composition", "Mount", "composition_of", "mount"]
 Definition = ToolDefinition | PromptDefinition | ResourceDefinition
 KINDS = ("tools", "prompts", "resources")
 
-_serving: contextvars.ContextVar[Namespace | None] = contextvars.ContextVar("mcpcore_mount", default=None)
-"""The namespace of the mounted definition whose handler is running (its notifications are renamed)."""
+_serving: contextvars.ContextVar[tuple[Namespace, ...]] = contextvars.ContextVar("mcpcore_mount", default=())
+"""The namespaces of the mounted definition running, outermost first (its notifications are renamed)."""
+
+
+def _enter(ns: Namespace) -> contextvars.Token[tuple[Namespace, ...]]:
+    return _serving.set((*_serving.get(), ns))
 
 
 def rename_event(event: BusEvent, ns: Namespace) -> BusEvent:
@@ -51,17 +55,19 @@ def rename_event(event: BusEvent, ns: Namespace) -> BusEvent:
 
 
 class _ChildBus:
-    """The child's bus once mounted: what ``child.notify`` publishes goes to the parent's bus, renamed."""
+    """The child's bus once mounted: what ``child.notify`` publishes goes to the parent's bus, renamed
+    (through the parent's own mount, when the parent is mounted in turn)."""
 
-    def __init__(self, parent: NotificationBus, ns: Namespace) -> None:
+    def __init__(self, parent: Any, ns: Namespace) -> None:
         self.parent = parent
         self.ns = ns
 
     async def publish(self, event: BusEvent) -> None:
-        await self.parent.publish(rename_event(event, self.ns))
+        await self.parent.notifier.bus.publish(rename_event(event, self.ns))
 
     def subscribe(self, callback: Callable[[BusEvent], None]) -> Callable[[], None]:
-        return self.parent.subscribe(callback)
+        bus: NotificationBus = self.parent.notifier.bus
+        return bus.subscribe(callback)
 
     async def start(self) -> None:
         return None
@@ -77,13 +83,14 @@ class _RenamingNotify:
         self.inner = inner
 
     def __call__(self, event: dict[str, Any], req: Inbound) -> None:
-        ns = _serving.get()
-        self.inner(rename_event(event, ns) if ns is not None else event, req)
+        for ns in reversed(_serving.get()):  # a nested mount's names: the innermost first
+            event = rename_event(event, ns)
+        self.inner(event, req)
 
 
 def _renamed_lister(fn: Callable[[dict[str, Any]], Any], ns: Namespace) -> Callable[[dict[str, Any]], Awaitable[Any]]:
     async def run(kwargs: dict[str, Any]) -> Any:
-        token = _serving.set(ns)
+        token = _enter(ns)
         try:
             entries = resource_entries(await fn(kwargs))
         finally:
@@ -114,7 +121,7 @@ class Mount:
         self.ns = ns
         self.app = child if app else None
         """The child when it is an app in process (``None``: a proxy)."""
-        self.carrier = Carrier(comp.parent, child, lambda: _serving.set(ns), _serving.reset) if app else None
+        self.carrier = Carrier(child, lambda: _enter(ns), _serving.reset) if app else None
         self.apps: dict[App, App] = {}
         """The child's MCP Apps and the parent's copies of them, their views renamed."""
         self.where = f"mount {ns.namespace!r} (app {child.server_info.get('name')!r})"
@@ -147,7 +154,8 @@ class Mount:
             if d.list_call is not None:
                 out.list_call = _renamed_lister(d.list_call, ns)
         if self.carrier is not None:
-            out.pipeline = MountedPipeline(family_of(out), out, self.carrier)
+            inner = d.pipeline.carrier if isinstance(d.pipeline, MountedPipeline) else None  # a mount of the child's
+            out.pipeline = MountedPipeline(family_of(out), out, self.carrier.around_inner(inner))
         return out
 
     def renamed_app(self, app: App, uri: str) -> App:
@@ -300,7 +308,7 @@ def mount(parent: Any, child: Any, namespace: str | None = None, *, separator: s
     if comp.lifecycle is None and not parent._started:
         comp.lifecycle = ChildLifecycle(comp)
         parent.add_middleware(comp.lifecycle)
-    child.notifier.bus = _ChildBus(parent.bus, ns)
+    child.notifier.bus = _ChildBus(parent, ns)
     for topic in child.dispatcher.core.listen_topics:
         if type(topic).__name__ != "TaskTopic" and topic not in parent.dispatcher.core.listen_topics:
             parent.dispatcher.core.listen_topics.append(topic)

@@ -197,3 +197,37 @@ async def test_a_child_with_a_setup_hook_cannot_be_mounted_once_the_parent_runs(
             app.mount(child_app(events), namespace="billing")
     finally:
         await app.shutdown()
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_mount_inside_a_mounted_child_carries_its_own_set_up_and_names(era: str) -> None:
+    @tool
+    async def where(ctx: Context, db: Annotated[str, Depends(database)]) -> str:
+        """The grandchild's state, through two mounts."""
+        ctx.notify_resource_updated("data://r")
+        return f"{ctx.app_state.db}/{db}"
+
+    @resource("data://r", mime_type="text/plain")
+    def watched() -> str:
+        """Watched."""
+        return "r"
+
+    async def setup(app: McpApp) -> None:
+        app.state.db = "grand-db"
+
+    grand = McpApp("grand", settings=Settings.from_env({}), tools=[where], resources=[watched], setup=setup)
+    child = McpApp("child", settings=Settings.from_env({}), mounts={"g": grand})
+    app = McpApp("parent", settings=Settings.from_env({}), mounts={"c": child})
+    await app.startup()
+    try:
+        async with McpTestClient(app, era=era) as c, c.listen(resource_subscriptions=["data://c/g/r"]) as sub:
+            assert (await c.call_tool("c_g_where"))["content"][0]["text"] == "grand-db/grand-db"
+            assert (await sub.next(5))["params"]["uri"] == "data://c/g/r"  # renamed by both mounts
+            await grand.notify.resource_updated("data://r")
+            assert (await sub.next(5))["params"]["uri"] == "data://c/g/r"
+            child.dependency_overrides[database] = lambda: "child-fake"
+            assert (await c.call_tool("c_g_where"))["content"][0]["text"] == "grand-db/child-fake"
+            grand.dependency_overrides[database] = lambda: "grand-fake"  # the outer mount's wins
+            assert (await c.call_tool("c_g_where"))["content"][0]["text"] == "grand-db/child-fake"
+    finally:
+        await app.shutdown()
