@@ -15,14 +15,15 @@ class Name(BaseModel):
 
 
 calls = 0
+cancelled = 0
 
 
 @tool
 def whoami() -> dict[str, int]:
-    """This process's id and how many times this process was called."""
+    """This process's id, how many times it was called, and how many calls it saw cancelled."""
     global calls
     calls += 1
-    return {"pid": os.getpid(), "calls": calls}
+    return {"pid": os.getpid(), "calls": calls, "cancelled": cancelled}
 
 
 @tool
@@ -35,8 +36,13 @@ async def chatty(ctx: Context, seconds: float = 0.0) -> str:
 
 @tool
 async def wait(seconds: float) -> str:
-    """Sleeps, silently."""
-    await asyncio.sleep(seconds)
+    """Sleeps, silently (counting a cancellation)."""
+    global cancelled
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        cancelled += 1
+        raise
     return "waited"
 
 

@@ -4,6 +4,7 @@ idle), and the server's log messages and questions reaching the caller of the ca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
 from typing import Any
@@ -73,7 +74,7 @@ async def test_each_caller_identity_gets_its_own_process(backend_era: str) -> No
         first = (await a.call_tool("io_whoami"))["structuredContent"]
         other = (await b.call_tool("io_whoami"))["structuredContent"]
         again = (await a2.call_tool("io_whoami"))["structuredContent"]  # the same identity on another client
-        assert first["pid"] != other["pid"] and again == {"pid": first["pid"], "calls": 2}
+        assert first["pid"] != other["pid"] and again == {"pid": first["pid"], "calls": 2, "cancelled": 0}
         assert other["calls"] == 1
         assert len(backend_of(p).processes) == 2
         if backend_era == "legacy":
@@ -124,3 +125,20 @@ async def test_a_new_caller_waits_while_every_process_is_busy() -> None:
         assert (await busy)["content"][0]["text"] == "waited"  # ada's call was not cut short
         assert mine["calls"] == 1 and time.monotonic() - started >= 0.5
         assert len(backend.processes) == 1
+
+
+async def test_a_call_the_caller_cancels_is_cancelled_in_its_process() -> None:
+    app, _ = gateway("legacy")
+    async with McpTestClient(app, era="legacy") as c:
+        await c.call_tool("io_whoami")
+        call = asyncio.ensure_future(c.request("tools/call", {"name": "io_wait", "arguments": {"seconds": 30}},
+                                               request_id="long"))
+        await asyncio.sleep(1.0)
+        await c.notify("notifications/cancelled", {"requestId": "long", "reason": "enough"})
+        deadline = time.monotonic() + 10
+        while (await c.call_tool("io_whoami"))["structuredContent"]["cancelled"] == 0:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.2)
+        call.cancel()
+        with contextlib.suppress(BaseException):
+            await call
