@@ -10,13 +10,14 @@ calls to the child's definitions (:mod:`.layers`).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..bus.base import BusEvent, NotificationBus
-from ..context import Inbound
+from ..context import Context, Inbound
 from ..definitions.prompts import PromptDefinition
 from ..definitions.resources import ResourceDefinition, resource_entries
 from ..definitions.tools import ToolDefinition
@@ -88,13 +89,22 @@ class _RenamingNotify:
         self.inner(event, req)
 
 
-def _renamed_lister(fn: Callable[[dict[str, Any]], Any], ns: Namespace) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+@contextlib.contextmanager
+def _named(ns: Namespace) -> Iterator[None]:
+    token = _enter(ns)
+    try:
+        yield
+    finally:
+        _serving.reset(token)
+
+
+def _renamed_lister(fn: Callable[[dict[str, Any]], Any], ns: Namespace,
+                    carrier: Carrier | None) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+    """A template's list callback in the parent: run with the child's set-up, its URIs renamed."""
     async def run(kwargs: dict[str, Any]) -> Any:
-        token = _enter(ns)
-        try:
+        ctx = next((v for v in kwargs.values() if isinstance(v, Context)), None)
+        with carrier.around(ctx._req) if carrier is not None and ctx is not None else _named(ns):
             entries = resource_entries(await fn(kwargs))
-        finally:
-            _serving.reset(token)
         return [{**e, "uri": ns.uri(e["uri"])} for e in entries]
     return run
 
@@ -152,7 +162,7 @@ class Mount:
             uri = ns.uri(d.uri)
             out = dataclasses.replace(d, uri=uri, template=UriTemplate(uri))
             if d.list_call is not None:
-                out.list_call = _renamed_lister(d.list_call, ns)
+                out.list_call = _renamed_lister(d.list_call, ns, self.carrier)
         if self.carrier is not None:
             inner = d.pipeline.carrier if isinstance(d.pipeline, MountedPipeline) else None  # a mount of the child's
             out.pipeline = MountedPipeline(family_of(out), out, self.carrier.around_inner(inner))

@@ -70,6 +70,14 @@ def child_app(events: list[str], *, storage: MemoryStorage | None = None) -> Mcp
         """A resource seeing the child's state."""
         return str(ctx.app_state.db)
 
+    def invoices(ctx: Context) -> list[dict[str, str]]:
+        return [{"uri": f"data://invoices/{ctx.app_state.db}", "name": "the child's invoice"}]
+
+    @resource("data://invoices/{n}", mime_type="text/plain", list=invoices)
+    def invoice(n: str) -> str:
+        """One invoice."""
+        return n
+
     async def setup(app: McpApp) -> AsyncIterator[None]:
         events.append("child setup")
         app.state.db = "child-db"
@@ -78,7 +86,7 @@ def child_app(events: list[str], *, storage: MemoryStorage | None = None) -> Mcp
 
     return McpApp("billing", settings=Settings.from_env({}), tools=[where, through_dependency, remember, confirm,
                                                                      report],
-                  prompts=[greeting], resources=[db_name], setup=setup, storage=storage)
+                  prompts=[greeting], resources=[db_name, invoice], setup=setup, storage=storage)
 
 
 def parent_app(child: McpApp, events: list[str], **settings: Any) -> McpApp:
@@ -122,6 +130,7 @@ async def test_the_childs_definitions_see_its_app_state_the_parents_their_own(er
         got = await c.get_prompt("billing_greeting")
         assert got["messages"][0]["content"]["text"] == "hello from child-db"
         assert (await c.read_resource("data://billing/db"))["contents"][0]["text"] == "child-db"
+        assert "data://billing/invoices/child-db" in {r["uri"] for r in await c.list_resources()}  # its list=
 
 
 @pytest.mark.parametrize("kind", ["memory", "redis"])
