@@ -63,8 +63,7 @@ class Asking:
         state = params.get("requestState")
         if isinstance(state, str) and state.startswith(STATE_PREFIX):
             return await self.resume(params, req)
-        if req.era is Era.MODERN and method in _ASKING and isinstance(backend, HttpBackend) \
-                and await backend.era_of(req) == "legacy":
+        if req.era is Era.MODERN and method in _ASKING and await backend.era_of(req) == "legacy":
             return await self.start(lambda relay: backend.request(method, params, req, relay), req)
         return await backend.request(method, params, req, relay_to(req))
 
