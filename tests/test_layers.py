@@ -1,6 +1,7 @@
 """The house's rules, checked: imports run one way between the layers (no module imports a
 layer above its own; ``if TYPE_CHECKING:`` imports, which never run, may name one for a type),
-no two modules import each other, even through others, even only for types,
+no two modules import each other, even through others, even only for types, none but the
+package's ``__init__`` imports ``mcpcore/app.py``,
 no module of mcpcore/ is over 400 lines, and docs/architecture.md names only modules that exist."""
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ PACKAGE = ROOT / "mcpcore"
 # own __init__ is the public API, on top).
 LAYERS: list[set[str]] = [
     {"_json", "_version", "asgi_types", "errors", "logs", "config", "queues", "content", "jsonschema", "metrics"},
-    {"protocol", "security", "redis_client", "redis_sentinel", "redis_startup", "client"},
+    {"protocol", "security", "redis_client", "redis_sentinel", "redis_startup", "client", "store_kinds"},
     {"context", "storage", "bus", "sessions", "auth", "telemetry", "layer", "credentials"},
     {"definitions", "extensions"},
     {"server", "lint", "middleware", "tasks", "openapi", "compose"},
     {"runtime", "transports"},
-    {"landing", "side_routes", "serving", "http_limits", "wiring", "state_layer", "stack", "observability"},
+    {"landing", "side_routes", "serving", "http_limits", "builtin_stores", "wiring", "state_layer", "stack",
+     "observability"},
     {"app"},
     {"cli", "targets", "commands", "testing", "__main__", ""},
 ]
@@ -149,6 +151,14 @@ def test_no_import_cycle_not_even_for_types() -> None:
     detail = ["  " + " <-> ".join(c) + ": " + "; ".join(f"{a} imports {b}" for a in c for b in sorted(graph[a])
                                                           if b in c) for c in found]
     assert not found, "import cycles (TYPE_CHECKING and function-level imports count too):\n" + "\n".join(detail)
+
+
+def test_no_module_but_the_package_imports_the_app() -> None:
+    """Extensions plug in through the seam (``mcpcore/extensions/seam.py``), parts receive what they
+    use: nothing under mcpcore/ needs ``McpApp`` itself, not even for a type."""
+    importers = sorted(module for module, targets in import_graph().items()
+                       if "mcpcore.app" in targets and module != "mcpcore")
+    assert not importers, f"modules that import mcpcore/app.py (only mcpcore/__init__.py may): {importers}"
 
 
 def test_the_cycle_check_finds_a_cycle() -> None:
