@@ -17,6 +17,7 @@ from .config import SessionMode, Settings
 from .context import ContextServices
 from .definitions.depends import DependencyOverrides
 from .definitions.resources import CacheHint, resource
+from .extensions import as_skills
 from .extensions.seam import Extension, Seam
 from .layer import LayerInfo
 from .logs import LEVELS, ensure_logging
@@ -30,7 +31,7 @@ from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
 from .serving import apply_http_limits, check_shared_store, connection_close, lifespan_protocol, serve
 from .sessions.base import SessionStore
-from .side_routes import SideRoutes
+from .side_routes import SideParts, SideRoutes
 from .stack import AppState, Stack, authenticator_for, delegation_for, open_delegation, open_layers, setup_context
 from .storage.base import StorageProvider
 from .tasks import Tasks
@@ -152,10 +153,7 @@ class McpApp:
                                      extensions=check_extensions(extensions), telemetry=self.telemetry)
         self._started = self._draining = False
         self.seam = Seam(self.dispatcher, self.services)  # what extensions plug into (plug())
-        self.skills: Any = None
-        if skills is not None:  # imported here: `import mcpcore` stays free of the YAML parser
-            from .extensions.skills import Skills
-            self.skills = self.plug(skills if isinstance(skills, Skills) else Skills(skills))
+        self.skills: Any = None if skills is None else self.plug(as_skills(skills))
         self.tasks = self.plug(Tasks(self.stores.tasks)).service
         self.metrics = AppMetrics(s, self.telemetry, self.dispatcher, self.notifier, self.stores, self.tasks) \
             if s.metrics_enabled else None
@@ -165,7 +163,8 @@ class McpApp:
         """The app's layers (:mod:`mcpcore.stack`); ``app.layers`` lists them."""
         self.middleware: list[Middleware] = self.stack.middleware
         self.dispatcher.use(self.middleware)
-        self._side = SideRoutes(self)
+        self._side = SideRoutes(SideParts(s, self.path, self.authenticator, self.registry, self.dispatcher,
+                                          self.server_info, instructions, landing, self.metrics, self.readiness))
         self._http: HttpTransport | None = None
         self._http_sse: HttpSseTransport | None = None
         self._start_lock: asyncio.Lock | None = None

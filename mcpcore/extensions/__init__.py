@@ -22,6 +22,14 @@ __all__ = ["APPS", "APP_MIME_TYPE", "SKILLS", "App", "Csp", "Extension", "Seam",
 _LAZY = {"App": "apps", "Csp": "apps", "supports_apps": "apps", "Skills": "skills"}
 
 
+def as_skills(given: Any) -> Any:
+    """``given`` (a folder, or a :class:`Skills`) as a :class:`Skills`; the YAML parser is
+    imported only now (``McpApp(skills=...)``)."""
+    from .skills import Skills
+
+    return given if isinstance(given, Skills) else Skills(given)
+
+
 def __getattr__(name: str) -> Any:
     # Loaded on first use: `import mcpcore` stays free of the YAML parser and the Apps helpers.
     module = _LAZY.get(name)
