@@ -1,5 +1,5 @@
-"""The house's rules, checked: imports run one way between the layers (no module imports a
-layer above its own; ``if TYPE_CHECKING:`` imports, which never run, may name one for a type),
+"""The house's rules, checked: imports run one way between the tiers (no module imports a
+tier above its own; ``if TYPE_CHECKING:`` imports, which never run, may name one for a type),
 no two modules import each other, even through others, even only for types, none but the
 package's ``__init__`` imports ``mcpcore/app.py``,
 no module of mcpcore/ is over 400 lines, and docs/architecture.md names only modules that exist."""
@@ -15,9 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mcpcore"
 
-# Lowest first. A module belongs to the layer of its first part below mcpcore (the package's
+# Lowest first. A module belongs to the tier of its first part below mcpcore (the package's
 # own __init__ is the public API, on top).
-LAYERS: list[set[str]] = [
+TIERS: list[set[str]] = [
     {"_json", "_version", "asgi_types", "errors", "logs", "config", "queues", "content", "jsonschema", "metrics"},
     {"protocol", "security", "redis_client", "redis_sentinel", "redis_startup", "client", "store_kinds"},
     {"context", "storage", "bus", "sessions", "auth", "telemetry", "layer", "credentials"},
@@ -31,13 +31,13 @@ LAYERS: list[set[str]] = [
 ]
 
 
-def layer_of(module: str) -> int:
+def tier_of(module: str) -> int:
     parts = module.split(".")
     name = parts[1] if len(parts) > 1 else ""
-    for i, names in enumerate(LAYERS):
+    for i, names in enumerate(TIERS):
         if name in names:
             return i
-    raise AssertionError(f"{module} is in no layer: add {name!r} to LAYERS in tests/test_layers.py")
+    raise AssertionError(f"{module} is in no tier: add {name!r} to TIERS in tests/test_layers.py")
 
 
 def modules() -> dict[str, Path]:
@@ -78,14 +78,14 @@ def runtime_imports(module: str, path: Path, *, typing_too: bool = False) -> lis
     return found
 
 
-def test_imports_flow_one_way_between_layers() -> None:
+def test_imports_flow_one_way_between_tiers() -> None:
     upward = []
     for module, path in sorted(modules().items()):
-        mine = layer_of(module)
+        mine = tier_of(module)
         for line, target in runtime_imports(module, path):
-            if layer_of(target) > mine:
-                upward.append(f"{path.relative_to(ROOT)}:{line} imports {target} (layer {layer_of(target)} > {mine})")
-    assert not upward, "imports that climb a layer:\n" + "\n".join(upward)
+            if tier_of(target) > mine:
+                upward.append(f"{path.relative_to(ROOT)}:{line} imports {target} (tier {tier_of(target)} > {mine})")
+    assert not upward, "imports that climb a tier:\n" + "\n".join(upward)
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -166,9 +166,9 @@ def test_the_cycle_check_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_every_package_of_mcpcore_has_a_layer() -> None:
+def test_every_package_of_mcpcore_has_a_tier() -> None:
     for module in modules():
-        layer_of(module)
+        tier_of(module)
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
