@@ -30,6 +30,19 @@ def server_log(url: str) -> str:
     return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")  # the server's offset stays
 
 
+def libfaketime() -> str:
+    """The path of libfaketime (Debian's faketime package, which ``make test`` installs) for a
+    server process whose wall clock a test moves; fails with the install hint when it is missing."""
+    import glob
+
+    import pytest
+
+    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))
+    if not found:
+        pytest.fail("libfaketime is not installed: apt-get install -y faketime (make test installs it)")
+    return found[0]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

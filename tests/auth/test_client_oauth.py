@@ -27,18 +27,31 @@ from mcpcore.client import Client, FileTokenStore, MemoryTokenStore, OAuth, OAut
 from mcpcore.client.oauth import parse_challenge
 from tests.auth.docserver import DocServer
 from tests.auth.upstream import Browser, UpstreamProvider, register, run_proxied
-from tests.servers import server_log
+from tests.servers import libfaketime, server_log
 
 pytestmark = pytest.mark.slow
 REDIRECT = "http://127.0.0.1:9/oauth/callback"
-ACCESS_TTL = 60  # the shortest OAUTH_PROXY_ACCESS_TTL_S: the expiry test waits it out
+ACCESS_TTL = 60  # the shortest OAUTH_PROXY_ACCESS_TTL_S
 
 
 @pytest.fixture(scope="module")
-def server(upstream: UpstreamProvider, docs: DocServer) -> Iterator[str]:
-    """tests.apps.proxied as the authorization server (built from code, trusting the docs' CA)."""
+def server_clock(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The server's wall-clock offset (libfaketime reads it on every call): a test moves the
+    server's clock forward, never back, instead of waiting."""
+    path = tmp_path_factory.mktemp("clock") / "offset"
+    path.write_text("+0\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(upstream: UpstreamProvider, docs: DocServer, server_clock: Path) -> Iterator[str]:
+    """tests.apps.proxied as the authorization server (built from code, trusting the docs' CA),
+    its wall clock set by ``server_clock``."""
+    clock = {"LD_PRELOAD": libfaketime(), "FAKETIME_TIMESTAMP_FILE": str(server_clock),
+             "FAKETIME_NO_CACHE": "1", "DONT_FAKE_MONOTONIC": "1"}
     with run_proxied(upstream, MCP_AUTH_MODE="none", TEST_CIMD_CA=str(docs.ca), MCP_LOG_LEVEL="info",
-                     OAUTH_PROXY_ACCESS_TTL_S=str(ACCESS_TTL), OAUTH_PROXY_REGISTRATIONS_PER_MINUTE="100") as base:
+                     OAUTH_PROXY_ACCESS_TTL_S=str(ACCESS_TTL), OAUTH_PROXY_REGISTRATIONS_PER_MINUTE="100",
+                     **clock) as base:
         yield base
 
 
@@ -214,15 +227,18 @@ async def test_processes_sharing_a_token_file_refresh_one_at_a_time(server: str,
 
 
 @pytest.mark.anyio
-async def test_refresh_after_the_access_token_really_expires(server: str, upstream: UpstreamProvider) -> None:
-    """The server's clock, not the client's: the token is sent until the server refuses it."""
+async def test_refresh_after_the_access_token_really_expires(server: str, upstream: UpstreamProvider,
+                                                              server_clock: Path) -> None:
+    """The server's clock, not the client's: the token is sent until the server refuses it. The
+    server's clock is moved past the token's lifetime (the client's lags an hour behind)."""
     upstream.set_user("hal", tid="initech")
     person, store = Person(), MemoryTokenStore()
     lagging = OAuth(on_authorize=person, redirect_uri=REDIRECT, store=store, clock=lambda: time.time() - 3600)
     async with Client(f"{server}/mcp", era="modern", auth=lagging) as client:
         await whoami(client)
         used = store.records[f"{server}/mcp"]["tokens"]["access_token"]
-        await asyncio.sleep(ACCESS_TTL + 2)
+        ahead = int(server_clock.read_text().strip().lstrip("+")) + ACCESS_TTL + 2
+        server_clock.write_text(f"+{ahead}\n")
         mark = len(server_log(server))
         assert (await whoami(client))["subject"] == "hal"
     assert lagging.refreshes == 1 and lagging.authorizations == 1

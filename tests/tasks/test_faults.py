@@ -10,7 +10,6 @@ the store is away.
 from __future__ import annotations
 
 import asyncio
-import glob
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ import redis.asyncio as redis_asyncio
 from mcpcore.errors import McpError
 from mcpcore.testing import McpTestClient
 from tests.redis_topologies import Topology, redis_topology
-from tests.servers import run_server
+from tests.servers import libfaketime, run_server
 from tests.tcp_cut import cuttable_proxy
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -109,18 +108,11 @@ async def test_a_store_paused_past_the_lease_does_not_rob_the_running_instance(r
     assert _runs(tmp_path, "paused") == 1
 
 
-def _libfaketime() -> str:
-    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))
-    if not found:
-        pytest.fail("libfaketime is not installed: apt-get install -y faketime (make test installs it)")
-    return found[0]
-
-
 async def test_an_instance_whose_clock_runs_ahead_takes_over_nothing(redis_one: Topology, tmp_path: Path) -> None:
     # Instance B's wall clock is 15 s ahead of A's (libfaketime); leases are 2 s. A runs a task
     # of each kind for 4 s: B must neither fail the one nor run the other a second time.
     env = _env(redis_one.url, tmp_path, 2000)
-    ahead = {**env, "LD_PRELOAD": _libfaketime(), "FAKETIME": "+15s", "DONT_FAKE_MONOTONIC": "1"}
+    ahead = {**env, "LD_PRELOAD": libfaketime(), "FAKETIME": "+15s", "DONT_FAKE_MONOTONIC": "1"}
     with run_server(APP, env=env) as a_url, run_server(APP, env=ahead) as b_url:
         a_date = httpx.get(a_url.replace("/mcp", "/healthz")).headers["date"]
         b_date = httpx.get(b_url.replace("/mcp", "/healthz")).headers["date"]
