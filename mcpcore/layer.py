@@ -19,13 +19,16 @@ for a request costs a call, not a nested coroutine.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from .config import Settings
 
-__all__ = ["Layer", "LayerInfo"]
+__all__ = ["Layer", "LayerInfo", "setup_context"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +68,20 @@ class Layer:
 def qualified(obj: object) -> str:
     """``module.Class`` of ``obj``."""
     return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def setup_context(setup: Callable[[Any], Any], app: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+    """``setup`` as a context manager: an ``async def setup(app)`` runs on entry; an async
+    generator runs to its ``yield`` on entry and on from there at shutdown (closing what it
+    opened, as FastAPI's lifespan does)."""
+    if inspect.isasyncgenfunction(setup):
+        return contextlib.asynccontextmanager(setup)(app)
+
+    @contextlib.asynccontextmanager
+    async def once() -> AsyncIterator[None]:
+        result: Awaitable[Any] | None = setup(app)
+        if result is not None:
+            await result
+        yield
+
+    return once()

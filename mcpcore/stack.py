@@ -30,9 +30,8 @@ through the event buffer. Startup runs every layer's ``startup`` in this order, 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .auth.base import Authenticator
@@ -41,7 +40,7 @@ from .auth.host import HostIdentity
 from .auth.verifier import TokenVerifier
 from .config import Settings
 from .errors import ConfigurationError
-from .layer import Layer, LayerInfo
+from .layer import Layer, LayerInfo, setup_context
 from .middleware.base import Middleware
 from .state_layer import ContextState
 from .transports.buffering import EventBuffering
@@ -168,20 +167,3 @@ async def open_layers(stack: contextlib.AsyncExitStack, layers: Iterable[Layer],
     for layer in layers:
         await layer.startup(settings, redis)
         stack.push_async_callback(layer.shutdown)
-
-
-def setup_context(setup: Callable[[Any], Any], app: Any) -> contextlib.AbstractAsyncContextManager[Any]:
-    """``setup`` as a context manager: an ``async def setup(app)`` runs on entry; an async
-    generator runs to its ``yield`` on entry and on from there at shutdown (closing what it
-    opened, as FastAPI's lifespan does)."""
-    if inspect.isasyncgenfunction(setup):
-        return contextlib.asynccontextmanager(setup)(app)
-
-    @contextlib.asynccontextmanager
-    async def once() -> AsyncIterator[None]:
-        result: Awaitable[Any] | None = setup(app)
-        if result is not None:
-            await result
-        yield
-
-    return once()

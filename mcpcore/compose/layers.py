@@ -8,13 +8,10 @@ names. List methods run the child's list hooks over the child's part of the list
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..middleware.base import Call, CallNext, Middleware
 from ..server.chain import Layers, Step
-
-if TYPE_CHECKING:
-    from ..config import Settings
 
 __all__ = ["ChildLayers"]
 
@@ -37,16 +34,6 @@ class ChildLayers(Middleware):
     def __init__(self, comp: Any) -> None:
         """``comp``: the parent's :class:`~mcpcore.compose.mount.Composition`."""
         self.comp = comp
-
-    async def startup(self, settings: Settings, redis: Any = None) -> None:
-        for m in self.comp.mounts:
-            for layer in m.child.middleware:
-                await layer.startup(m.child.settings, redis)
-
-    async def shutdown(self) -> None:
-        for m in reversed(self.comp.mounts):
-            for layer in reversed(m.child.middleware):
-                await layer.shutdown()
 
     def _route(self, method: str, params: dict[str, Any]) -> tuple[Any, dict[str, Any], str, str] | None:
         """The mount serving the call, its params in the child's names, and the key renamed."""

@@ -10,18 +10,21 @@ calls to the child's definitions (:mod:`.layers`).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..bus.base import BusEvent, NotificationBus
-from ..context import Inbound
+from ..context import Context, Inbound
 from ..definitions.prompts import PromptDefinition
 from ..definitions.resources import ResourceDefinition, resource_entries
 from ..definitions.tools import ToolDefinition
 from ..definitions.uritemplate import UriTemplate
 from ..errors import ConfigurationError
+from ..extensions.apps import FLAT_KEY, App
+from .carried import Carrier, ChildLifecycle, MountedPipeline, family_of
 from .names import Namespace, check_namespace
 
 if TYPE_CHECKING:
@@ -32,8 +35,12 @@ __all__ = ["Composition", "Mount", "composition_of", "mount"]
 Definition = ToolDefinition | PromptDefinition | ResourceDefinition
 KINDS = ("tools", "prompts", "resources")
 
-_serving: contextvars.ContextVar[Namespace | None] = contextvars.ContextVar("mcpcore_mount", default=None)
-"""The namespace of the mounted definition whose handler is running (its notifications are renamed)."""
+_serving: contextvars.ContextVar[tuple[Namespace, ...]] = contextvars.ContextVar("mcpcore_mount", default=())
+"""The namespaces of the mounted definition running, outermost first (its notifications are renamed)."""
+
+
+def _enter(ns: Namespace) -> contextvars.Token[tuple[Namespace, ...]]:
+    return _serving.set((*_serving.get(), ns))
 
 
 def rename_event(event: BusEvent, ns: Namespace) -> BusEvent:
@@ -49,17 +56,19 @@ def rename_event(event: BusEvent, ns: Namespace) -> BusEvent:
 
 
 class _ChildBus:
-    """The child's bus once mounted: what ``child.notify`` publishes goes to the parent's bus, renamed."""
+    """The child's bus once mounted: what ``child.notify`` publishes goes to the parent's bus, renamed
+    (through the parent's own mount, when the parent is mounted in turn)."""
 
-    def __init__(self, parent: NotificationBus, ns: Namespace) -> None:
+    def __init__(self, parent: Any, ns: Namespace) -> None:
         self.parent = parent
         self.ns = ns
 
     async def publish(self, event: BusEvent) -> None:
-        await self.parent.publish(rename_event(event, self.ns))
+        await self.parent.notifier.bus.publish(rename_event(event, self.ns))
 
     def subscribe(self, callback: Callable[[BusEvent], None]) -> Callable[[], None]:
-        return self.parent.subscribe(callback)
+        bus: NotificationBus = self.parent.notifier.bus
+        return bus.subscribe(callback)
 
     async def start(self) -> None:
         return None
@@ -75,48 +84,56 @@ class _RenamingNotify:
         self.inner = inner
 
     def __call__(self, event: dict[str, Any], req: Inbound) -> None:
-        ns = _serving.get()
-        self.inner(rename_event(event, ns) if ns is not None else event, req)
+        for ns in reversed(_serving.get()):  # a nested mount's names: the innermost first
+            event = rename_event(event, ns)
+        self.inner(event, req)
 
 
-def _scoped_direct(fn: Callable[..., Awaitable[Any]], ns: Namespace) -> Callable[..., Awaitable[Any]]:
-    async def run(**kwargs: Any) -> Any:
-        token = _serving.set(ns)
-        try:
-            return await fn(**kwargs)
-        finally:
-            _serving.reset(token)
-    return run
+@contextlib.contextmanager
+def _named(ns: Namespace) -> Iterator[None]:
+    token = _enter(ns)
+    try:
+        yield
+    finally:
+        _serving.reset(token)
 
 
-def _scoped_call(fn: Callable[[dict[str, Any]], Any], ns: Namespace) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+def _renamed_lister(fn: Callable[[dict[str, Any]], Any], ns: Namespace,
+                    carrier: Carrier | None) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+    """A template's list callback in the parent: run with the child's set-up, its URIs renamed."""
     async def run(kwargs: dict[str, Any]) -> Any:
-        token = _serving.set(ns)
-        try:
-            return await fn(kwargs)
-        finally:
-            _serving.reset(token)
-    return run
-
-
-def _renamed_lister(fn: Callable[[dict[str, Any]], Any], ns: Namespace) -> Callable[[dict[str, Any]], Awaitable[Any]]:
-    async def run(kwargs: dict[str, Any]) -> Any:
-        token = _serving.set(ns)
-        try:
+        ctx = next((v for v in kwargs.values() if isinstance(v, Context)), None)
+        with carrier.around(ctx._req) if carrier is not None and ctx is not None else _named(ns):
             entries = resource_entries(await fn(kwargs))
-        finally:
-            _serving.reset(token)
         return [{**e, "uri": ns.uri(e["uri"])} for e in entries]
     return run
+
+
+def renamed_meta(meta: dict[str, Any] | None, ns: Namespace) -> dict[str, Any] | None:
+    """A tool's ``_meta`` with the App view it names (``ui.resourceUri`` and the flat key) renamed."""
+    if not meta:
+        return meta
+    out = dict(meta)
+    ui = out.get("ui")
+    if isinstance(ui, dict) and isinstance(ui.get("resourceUri"), str):
+        out["ui"] = {**ui, "resourceUri": ns.uri(ui["resourceUri"])}
+    if isinstance(out.get(FLAT_KEY), str):
+        out[FLAT_KEY] = ns.uri(out[FLAT_KEY])
+    return out
 
 
 class Mount:
     """One child behind one namespace in one parent."""
 
-    def __init__(self, comp: Composition, child: Any, ns: Namespace) -> None:
+    def __init__(self, comp: Composition, child: Any, ns: Namespace, *, app: bool = True) -> None:
         self.comp = comp
         self.child = child
         self.ns = ns
+        self.app = child if app else None
+        """The child when it is an app in process (``None``: a proxy)."""
+        self.carrier = Carrier(child, lambda: _enter(ns), _serving.reset) if app else None
+        self.apps: dict[App, App] = {}
+        """The child's MCP Apps and the parent's copies of them, their views renamed."""
         self.where = f"mount {ns.namespace!r} (app {child.server_info.get('name')!r})"
         self.copies: dict[str, dict[Definition, Definition]] = {k: {} for k in KINDS}
         self.held: dict[str, list[str]] | None = None
@@ -135,18 +152,29 @@ class Mount:
         ns = self.ns
         out: Definition
         if isinstance(d, ToolDefinition):
-            out = dataclasses.replace(d, name=ns.check_budget("tool", d.name, self.where))
+            out = dataclasses.replace(d, name=ns.check_budget("tool", d.name, self.where),
+                                      meta=renamed_meta(d.meta, ns))
+            if d.app is not None and d.app.uri is not None:
+                out.app = self.renamed_app(d.app, d.app.uri)
         elif isinstance(d, PromptDefinition):
             out = dataclasses.replace(d, name=ns.name(d.name))
         else:
             uri = ns.uri(d.uri)
             out = dataclasses.replace(d, uri=uri, template=UriTemplate(uri))
             if d.list_call is not None:
-                out.list_call = _renamed_lister(d.list_call, ns)
-        if d.direct is not None:
-            out.direct = _scoped_direct(d.direct, ns)
-        out.call = _scoped_call(d.call, ns)
+                out.list_call = _renamed_lister(d.list_call, ns, self.carrier)
+        if self.carrier is not None:
+            inner = d.pipeline.carrier if isinstance(d.pipeline, MountedPipeline) else None  # a mount of the child's
+            out.pipeline = MountedPipeline(family_of(out), out, self.carrier.around_inner(inner))
         return out
+
+    def renamed_app(self, app: App, uri: str) -> App:
+        """The parent's copy of the child's ``app``, its view under the namespace (one per app: tools
+        sharing a view share its copy)."""
+        found = self.apps.get(app)
+        if found is None:
+            found = self.apps[app] = dataclasses.replace(app, uri=self.ns.uri(uri), _definition=None)
+        return found
 
     def sync(self, kind: str) -> list[str]:
         """Bring the parent's copies of ``kind`` in line with the child; the parent's names that changed."""
@@ -196,6 +224,7 @@ class Composition:
         self.mounts: list[Mount] = []
         self.owners: dict[tuple[str, str], Mount] = {}
         self.layers: Any = None
+        self.lifecycle: ChildLifecycle | None = None
         self.proxies: Any = None
         parent.services.notify = _RenamingNotify(parent.services.notify)
 
@@ -261,10 +290,12 @@ def mount(parent: Any, child: Any, namespace: str | None = None, *, separator: s
     comp = composition_of(parent)
     if any(m.ns.namespace == namespace for m in comp.mounts):
         raise ConfigurationError(f"namespace {namespace!r} is already mounted in {parent.server_info.get('name')!r}")
-    if child.middleware and parent._started:
-        raise ConfigurationError("mount a child with middleware before the parent starts")
+    if parent._started and not isinstance(child, Proxy) and (
+            child.middleware or child._setup is not None or child.stack.state.given is not None):
+        raise ConfigurationError("mount a child with middleware, a setup hook or its own storage before the "
+                                 "parent starts (they start with the parent)")
     ns = Namespace(namespace, sep, s.tool_name_limit, s.tool_name_client_prefix)
-    m = Mount(comp, child, ns)
+    m = Mount(comp, child, ns, app=not isinstance(child, Proxy))
     for kind in KINDS:
         try:
             m.sync(kind)
@@ -284,7 +315,10 @@ def mount(parent: Any, child: Any, namespace: str | None = None, *, separator: s
             parent.stores.probes.append(comp.proxy_readiness)
         comp.proxies.proxies.append(child)
         return m
-    child.notifier.bus = _ChildBus(parent.bus, ns)
+    if comp.lifecycle is None and not parent._started:
+        comp.lifecycle = ChildLifecycle(comp)
+        parent.add_middleware(comp.lifecycle)
+    child.notifier.bus = _ChildBus(parent, ns)
     for topic in child.dispatcher.core.listen_topics:
         if type(topic).__name__ != "TaskTopic" and topic not in parent.dispatcher.core.listen_topics:
             parent.dispatcher.core.listen_topics.append(topic)

@@ -24,8 +24,9 @@ class Namespace:
     """How one mounted source's names appear in the parent.
 
     Tools and prompts become ``<namespace><separator><name>``; a resource URI gains the namespace
-    as its first path segment (``data://info`` -> ``data://billing/info``, a template likewise).
-    MCP App views (``ui://``) keep their URI: the tool's ``_meta`` names it and hosts fetch it as is.
+    as its first path segment (``data://info`` -> ``data://billing/info``, a template likewise), MCP
+    App views too (``ui://chart/view.html`` -> ``ui://billing/chart/view.html``; the mount rewrites the
+    tool's ``_meta.ui.resourceUri`` to match).
     """
 
     namespace: str
@@ -44,8 +45,6 @@ class Namespace:
 
     def uri(self, uri: str) -> str:
         """The parent's URI (or URI template) of the child's ``uri``."""
-        if uri.startswith("ui://"):
-            return uri
         scheme, sep, rest = uri.partition("://")
         if sep:
             return f"{scheme}://{self.namespace}/{rest}"
@@ -54,8 +53,6 @@ class Namespace:
 
     def child_uri(self, uri: str) -> str | None:
         """The child's URI behind the parent's ``uri`` (``None``: not one of this namespace's)."""
-        if uri.startswith("ui://"):
-            return uri
         for sep in ("://", ":"):
             scheme, found, rest = uri.partition(sep)
             if found:

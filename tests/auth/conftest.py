@@ -1,5 +1,5 @@
 """Auth fixtures: one hermetic loopback issuer for the session, reset before every test, and a
-real authorization server (oidc-provider) for the session."""
+real authorization server (oidc-provider) and an upstream OpenID provider for the session."""
 
 from __future__ import annotations
 
@@ -51,15 +51,24 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[UpstreamProvider]:
-    """The real upstream OpenID provider (oidc-provider on Node 22), one per test module."""
+@pytest.fixture(scope="session")
+def upstream_server() -> Iterator[UpstreamProvider]:
+    """The real upstream OpenID provider (oidc-provider on Node 22), one for the session."""
     with run_upstream() as provider:
         yield provider
 
 
 @pytest.fixture(scope="module")
+def upstream(upstream_server: UpstreamProvider) -> Iterator[UpstreamProvider]:
+    """The upstream provider as a module finds it: the default person logs in, tokens live an hour."""
+    upstream_server.set_user()
+    upstream_server.set_access_ttl(3600)
+    yield upstream_server
+
+
+@pytest.fixture(scope="session")
 def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocServer]:
-    """An HTTPS server of client ID metadata documents with its own CA, one per test module."""
+    """An HTTPS server of client ID metadata documents with its own CA, one for the session (each
+    test serves its documents under its own paths)."""
     with run_docserver(tmp_path_factory.mktemp("tls")) as server:
         yield server

@@ -123,14 +123,14 @@ async def test_pkce_downgrade_is_refused_at_the_client_with_nothing_stored(rig: 
     assert rig.stored() == {"client": 1}
 
 
-async def test_ten_thousand_registrations_are_bounded(upstream: UpstreamProvider) -> None:
+async def test_thousands_of_registrations_are_bounded(upstream: UpstreamProvider) -> None:
     async for rig in _rig(upstream, None, OAUTH_PROXY_REGISTRATIONS_PER_MINUTE="10"):
         codes: dict[int, int] = {}
-        for _ in range(10_000):
+        for _ in range(3_000):
             r = await rig.http.post("/oauth/register", json={"redirect_uris": [REDIRECT]})
             codes[r.status_code] = codes.get(r.status_code, 0) + 1
         # the count is per clock minute: a run that straddles a minute may get two minutes' worth
-        assert codes[201] in (10, 20) and codes[429] == 10_000 - codes[201], codes
+        assert codes[201] in (10, 20) and codes[429] == 3_000 - codes[201], codes
         assert rig.store.count("client") == codes[201]
         r = await rig.http.post("/oauth/register", json={"redirect_uris": [REDIRECT]})
         assert r.json()["error"] == "slow_down" and r.headers["retry-after"] == "60"

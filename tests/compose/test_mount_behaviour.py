@@ -148,17 +148,59 @@ async def test_a_child_task_tool_runs_as_a_task_of_the_parent(kind: str, request
         assert task["status"] == "completed" and task["result"]["content"][0]["text"] == "3 rows"
 
 
+@pytest.mark.parametrize("with_layer", [False, True])
 @pytest.mark.parametrize("era", ERAS)
-async def test_a_child_app_view_is_served_by_the_parent(era: str) -> None:
-    app = parent_app(child_app())
+async def test_a_child_app_view_is_renamed_under_the_namespace_and_read_through_the_parent(
+        era: str, with_layer: bool) -> None:
+    app = parent_app(child_app(Seen() if with_layer else None))
     caps = {"extensions": {APPS: {"mimeTypes": [APP_MIME_TYPE]}}}
     async with McpTestClient(app, era=era, capabilities=caps) as c:
         chart = {t["name"]: t for t in await c.list_tools()}["billing_chart"]
         uri = chart["_meta"]["ui"]["resourceUri"]
-        assert uri == "ui://chart/view.html"
+        assert uri == chart["_meta"]["ui/resourceUri"] == "ui://billing/chart/view.html"
+        listed = {r["uri"] for r in await c.list_resources()}
+        assert uri in listed and "ui://chart/view.html" not in listed
         (item,) = (await c.read_resource(uri))["contents"]
-        assert item["text"] == "<p>chart</p>" and item["mimeType"] == APP_MIME_TYPE
+        assert item == {**item, "uri": uri, "text": "<p>chart</p>", "mimeType": APP_MIME_TYPE}
+        with pytest.raises(McpError):  # the child's own URI is not the parent's
+            await c.read_resource("ui://chart/view.html")
         assert (await c.call_tool("billing_chart"))["structuredContent"] == {"points": [1, 2]}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_shared_view_and_a_view_served_as_a_resource_are_renamed_once(era: str) -> None:
+    shared = App(html="<p>shared</p>", uri="ui://board/view.html")
+
+    @tool(app=shared)
+    def left() -> str:
+        """One tool of the shared view."""
+        return "l"
+
+    @tool(app=shared)
+    def right() -> str:
+        """The other."""
+        return "r"
+
+    @tool(app=App(uri="ui://own/page.html"))
+    def own() -> str:
+        """A view the child serves as its own resource."""
+        return "o"
+
+    @resource("ui://own/page.html", mime_type=APP_MIME_TYPE)
+    def page() -> str:
+        """The page."""
+        return "<p>own</p>"
+
+    child = McpApp("views", settings=Settings.from_env({}), tools=[left, right, own], resources=[page])
+    app = parent_app(child)
+    async with McpTestClient(app, era=era) as c:
+        metas = {t["name"]: t["_meta"]["ui"]["resourceUri"] for t in await c.list_tools()}
+        assert metas == {"billing_left": "ui://billing/board/view.html", "billing_right": "ui://billing/board/view.html",
+                         "billing_own": "ui://billing/own/page.html"}
+        for uri, text in (("ui://billing/board/view.html", "<p>shared</p>"), ("ui://billing/own/page.html",
+                                                                              "<p>own</p>")):
+            assert (await c.read_resource(uri))["contents"][0]["text"] == text
+    assert [d.uri for d in child.registry.views()] == ["ui://board/view.html"]  # the child serves its own names
 
 
 def stores(kind: str, request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -203,3 +245,24 @@ async def test_progress_logs_and_questions_of_a_mounted_handler_reach_the_caller
         assert r["content"][0]["text"] == "hello Ada", r
         assert 2 in seen  # the last attempt's progress (2026-07-28 runs the handler again after the answer)
         assert any(m.get("method") == "notifications/message" for m in c.messages), c.messages
+
+
+@pytest.mark.parametrize("backend_era", ERAS)
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_proxied_backends_app_view_is_renamed_like_a_childs(era: str, backend_era: str) -> None:
+    from mcpcore.client.asgi import StreamingASGITransport
+    from mcpcore.compose import proxy
+
+    backend = child_app()
+    await backend.startup()
+    try:
+        app = McpApp("gateway", settings=Settings.from_env({}))
+        app.mount(proxy("http://backend.test/mcp", era=backend_era, transport=StreamingASGITransport(backend)),
+                  namespace="far")
+        async with McpTestClient(app, era=era) as c:
+            chart = {t["name"]: t for t in await c.list_tools()}["far_chart"]
+            assert chart["_meta"]["ui"]["resourceUri"] == chart["_meta"]["ui/resourceUri"] == "ui://far/chart/view.html"
+            (item,) = (await c.read_resource("ui://far/chart/view.html"))["contents"]
+            assert item["uri"] == "ui://far/chart/view.html" and item["text"] == "<p>chart</p>"
+    finally:
+        await backend.shutdown()

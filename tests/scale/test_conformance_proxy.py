@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.test_conformance import _report, _run
-from tests.conformance.test_tasks_conformance import SCENARIOS, assert_every_check_passes, checks
+from tests.conformance.test_tasks_conformance import SCENARIOS, all_checks, assert_scenario_passes
 
 from .harness import cluster, proxy
 
@@ -34,6 +34,13 @@ def test_suites_behind_a_round_robin_proxy(proxied: str, group: str, args: list[
     assert proc.returncode == 0, _report(proc)
 
 
+@pytest.fixture(scope="module")
+def tasks_results(proxied: str, tmp_path_factory: pytest.TempPathFactory
+                  ) -> dict[str, list[dict[str, str]] | AssertionError]:
+    return all_checks(proxied, tmp_path_factory.mktemp("tasks-checks"))
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_tasks_scenarios_behind_a_round_robin_proxy(proxied: str, scenario: str, tmp_path: Path) -> None:
-    assert_every_check_passes(scenario, checks(scenario, proxied, tmp_path))
+def test_tasks_scenarios_behind_a_round_robin_proxy(
+        scenario: str, tasks_results: dict[str, list[dict[str, str]] | AssertionError]) -> None:
+    assert_scenario_passes(scenario, tasks_results[scenario])
