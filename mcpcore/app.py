@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._version import __version__
 from .asgi_types import Receive, Scope, Send
@@ -17,10 +17,12 @@ from .config import SessionMode, Settings
 from .context import ContextServices
 from .definitions.depends import DependencyOverrides
 from .definitions.resources import CacheHint, resource
+from .extensions import as_skills
+from .extensions.seam import Extension, Seam
 from .layer import LayerInfo
 from .logs import LEVELS, ensure_logging
 from .middleware.base import Middleware
-from .observability import AppMetrics
+from .observability import AppMetrics, app_telemetry
 from .protocol.extensions import check_extensions
 from .runtime import Runtime
 from .security.sealing import RequestStateSealer
@@ -28,10 +30,11 @@ from .server.dispatcher import Dispatcher
 from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
 from .serving import apply_http_limits, check_shared_store, connection_close, lifespan_protocol, serve
-from .side_routes import SideRoutes
+from .sessions.base import SessionStore
+from .side_routes import SideParts, SideRoutes
 from .stack import AppState, Stack, authenticator_for, delegation_for, open_delegation, open_layers, setup_context
 from .storage.base import StorageProvider
-from .tasks import serve_tasks
+from .tasks import Tasks
 from .transports.http import HttpTransport, deliver_route
 from .transports.http_sse import HttpSseTransport
 from .transports.live import LiveSessions
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
     from .auth.delegation import Delegation
 
 log = logging.getLogger("mcpcore.app")
+E = TypeVar("E", bound=Extension)
 
 
 class McpApp:
@@ -61,7 +65,8 @@ class McpApp:
         settings: explicit :class:`Settings` (default: read from the environment).
         session_mode: the code's default 2025-era session mode and an optional requirement;
             ``MCP_SESSION_MODE`` wins over the default, never over the requirement.
-        storage: a ``StorageProvider`` for ``ctx.state`` (default: chosen by ``STORAGE_PROVIDER_TYPE``).
+        storage: a ``StorageProvider`` for ``ctx.state`` (default: the store kind ``STORAGE_PROVIDER_TYPE`` names).
+        session_store: a ``SessionStore`` for 2025-era sessions (default: the kind ``MCP_SESSION_STORE`` names).
         cache_hints: ``{"tools/list": CacheHint(...), ...}`` for 2026-07-28 cacheable results.
         path: the MCP endpoint (default ``MCP_HTTP_ENDPOINT_PATH``, ``/mcp``). Mounted under a prefix, the app
             also answers at the mount point itself.
@@ -96,7 +101,7 @@ class McpApp:
         tools: Iterable[Any] = (), resources: Iterable[Any] = (), prompts: Iterable[Any] = (),
         settings: Settings | None = None,
         session_mode: SessionMode | None = None,
-        storage: StorageProvider | None = None,
+        storage: StorageProvider | None = None, session_store: SessionStore | None = None,
         cache_hints: Mapping[str, CacheHint] | None = None,
         path: str | None = None,
         setup: Callable[[McpApp], Any] | None = None,
@@ -122,7 +127,10 @@ class McpApp:
         self._setup = setup
         self.live = LiveSessions()
         s = self.settings
-        self.stores = Stores(s, self.live)
+        self.authenticator = authenticator_for(s, auth)
+        if self.authenticator is not None and self.authenticator.mode != s.auth_mode:
+            s = self.settings = s.replace(auth_mode=self.authenticator.mode)  # final: every part gets this one
+        self.stores = Stores(s, self.live, session_store=session_store, state_given=storage is not None)
         self.redis = self.stores.redis
         self.bus = self.stores.bus
         self.sessions = self.stores.sessions
@@ -130,39 +138,35 @@ class McpApp:
         self.stream_slots = self.stores.stream_slots
         self.notifier = Notifier(self.bus)
         self.notify = AppNotifier(self.notifier)
-        self.authenticator = authenticator_for(s, auth)
-        if self.authenticator is not None and self.authenticator.mode != s.auth_mode:
-            s = self.settings = s.replace(auth_mode=self.authenticator.mode)
         self.state = AppState()
         """What ``setup`` opened for the app's lifetime (``ctx.app_state`` in handlers and dependencies)."""
         self.delegation = delegation_for(s, delegation)
         self.services = ContextServices(log_floor=LEVELS[s.log_level], notify=self.notifier, auth_mode=s.auth_mode,
                                         scope_checks_disabled=s.auth_disable_scope_checks, app_state=self.state,
                                         delegation=self.delegation)
-        self.telemetry = self._telemetry(telemetry)
+        self.telemetry = app_telemetry(telemetry, self.settings, self.stores)
         self.landing = landing
         self.dispatcher = Dispatcher(registry=self.registry, settings=self.settings, server_info=self.server_info,
                                      instructions=instructions, services=self.services, notifier=self.notifier,
                                      cache_hints=dict(cache_hints or {}), sessions=self.sessions,
                                      sealer=RequestStateSealer.from_setting(self.settings.request_state_key),
-                                     extensions=check_extensions(extensions))
-        self.skills: Any = None
-        if skills is not None:
-            from .extensions.skills import serve_skills
-            self.skills = serve_skills(self, skills)
-        self.tasks = serve_tasks(self, self.stores.tasks)
-        self.dispatcher.telemetry = self.telemetry
-        self.metrics = AppMetrics(self) if s.metrics_enabled else None
+                                     extensions=check_extensions(extensions), telemetry=self.telemetry)
+        self._started = self._draining = False
+        self.seam = Seam(self.dispatcher, self.services)  # what extensions plug into (plug())
+        self.skills: Any = None if skills is None else self.plug(as_skills(skills))
+        self.tasks = self.plug(Tasks(self.stores.tasks)).service
+        self.metrics = AppMetrics(s, self.telemetry, self.dispatcher, self.notifier, self.stores, self.tasks) \
+            if s.metrics_enabled else None
         """Prometheus metrics (``MCP_METRICS_ENABLED``), served at ``MCP_METRICS_PATH``; ``None``: off."""
-        self.stack = Stack(s, self.authenticator, self.services, storage, self.events, middleware)
+        self.stack = Stack(s, self.authenticator, self.services, storage, self.events, middleware,
+                           self.stores.state_kind, self.telemetry)
         """The app's layers (:mod:`mcpcore.stack`); ``app.layers`` lists them."""
-        self.stack.state.telemetry = self.telemetry
         self.middleware: list[Middleware] = self.stack.middleware
         self.dispatcher.use(self.middleware)
-        self._side = SideRoutes(self)
+        self._side = SideRoutes(SideParts(s, self.path, self.authenticator, self.registry, self.dispatcher,
+                                          self.server_info, instructions, landing, self.metrics, self.readiness))
         self._http: HttpTransport | None = None
         self._http_sse: HttpSseTransport | None = None
-        self._started = self._draining = False
         self._start_lock: asyncio.Lock | None = None
         self._exit: contextlib.AsyncExitStack | None = None
         self._mode: str | None = None
@@ -212,6 +216,13 @@ class McpApp:
         mount(self, child, namespace, separator=separator)
         return self
 
+    def plug(self, extension: E) -> E:
+        """Serve ``extension`` (tasks, skills, your own) through :attr:`seam`, before the app starts."""
+        if self._started:
+            raise RuntimeError("plug extensions in before the app starts")
+        extension.plug_into(self.seam)
+        return extension
+
     def add_middleware(self, layer: Middleware) -> McpApp:
         """Add a layer inside those already there (before the app starts)."""
         if self._started:
@@ -229,15 +240,6 @@ class McpApp:
     def dependency_overrides(self) -> DependencyOverrides:
         """``{dependency: replacement}`` applied to every definition (tests swap a database)."""
         return self.dispatcher.core.dependency_overrides
-
-    def _telemetry(self, given: Any) -> Any:
-        if given is False or (given is None and not self.settings.otel_enabled):
-            return None
-        from .telemetry import Telemetry
-
-        if isinstance(given, Telemetry):
-            return given
-        return Telemetry(sessions_active=self.stores.sessions_active, buffer_bytes=self.stores.buffer_bytes)
 
     def remove_tool(self, name: str) -> bool:
         """Unregister a tool; clients are not told (call ``app.notify.tools_changed()``)."""
@@ -267,7 +269,7 @@ class McpApp:
         try:
             await open_layers(exit_stack, self.stack.framework, self.settings, self.redis)
             await open_delegation(exit_stack, self.delegation, self.redis)
-            await self.stores.open(exit_stack, self._on_route, self.tasks)
+            await self.stores.open(exit_stack, self._on_route, self.seam.starts, self.settings)
             if self.metrics is not None:
                 await self.metrics.open(exit_stack)
             self.dispatcher.closing.reset()
@@ -372,15 +374,12 @@ class McpApp:
         return self._side.routes(mounted=mounted)
 
     def _runtime(self, stdio: bool = False) -> Runtime:
-        if stdio:
-            return Runtime(settings=self.settings, dispatcher=self.dispatcher, services=self.services,
-                           notifier=self.notifier, bus=self.bus, sessions=self.sessions, live=self.live,
-                           session_mode="stateful", server_info=self.server_info)
-        return Runtime(settings=self.settings, dispatcher=self.dispatcher, services=self.services,
-                       notifier=self.notifier, bus=self.bus, sessions=self.sessions, live=self.live,
-                       session_mode=self.session_mode, server_info=self.server_info, events=self.events,
-                       shared=self.stores.shared, auth=self.authenticator,
-                       expose_stateless_session_id=self.expose_stateless_session_id, stream_slots=self.stream_slots)
+        http = not stdio  # stdio: the process's one stateful session, no door, no event buffer
+        return Runtime(dispatcher=self.dispatcher, services=self.services, bus=self.bus, sessions=self.sessions,
+                       live=self.live, session_mode=self.session_mode if http else "stateful",
+                       shared=http and self.stores.shared,
+                       auth=self.authenticator if http else None, stream_slots=self.stream_slots if http else None,
+                       expose_stateless_session_id=http and self.expose_stateless_session_id)
 
     # -- running --------------------------------------------------------------------------------
 

@@ -73,6 +73,10 @@ def _choice(*options: str, aliases: Mapping[str, str] | None = None) -> Callable
     return parse
 
 
+def _kind(name: str, raw: str) -> str:
+    return raw.strip().lower()
+
+
 def _csv(name: str, raw: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in raw.split(",") if p.strip())
 
@@ -192,14 +196,12 @@ class Settings:
     tool_name_client_prefix: str = _env("MCP_TOOL_NAME_CLIENT_PREFIX", _str, "")
     mount_separator: str = _env("MCP_MOUNT_SEPARATOR", _str, "_")
     public_url: str | None = _env("MCP_PUBLIC_URL", _str, None)
-    storage_provider: str = _env("STORAGE_PROVIDER_TYPE",
-                                 _choice("in-memory", "filesystem", "redis",
-                                         aliases={"mem": "in-memory", "memory": "in-memory", "fs": "filesystem"}),
-                                 "in-memory")
+    # A store kind's name, checked against the registry (mcpcore.store_kinds) when the app is built.
+    storage_provider: str = _env("STORAGE_PROVIDER_TYPE", _kind, "memory")
     storage_path: str = _env("STORAGE_FILESYSTEM_PATH", _str, "./.storage")
     storage_max_entries: int = _env("STORAGE_MAX_ENTRIES", _int(1), 10_000)
     redis_url: str | None = _env("REDIS_URL", _str, None)
-    session_store: str = _env("MCP_SESSION_STORE", _choice("memory", "redis"), "memory")
+    session_store: str = _env("MCP_SESSION_STORE", _kind, "memory")
     require_shared_store: bool = _env("MCP_REQUIRE_SHARED_STORE", _bool, False)
     redis_mode: str = _env("MCP_REDIS_MODE", _choice("standalone", "cluster", "sentinel"), "standalone")
     redis_sentinels: tuple[str, ...] = _env("MCP_REDIS_SENTINELS", _hostports, ())

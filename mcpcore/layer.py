@@ -9,7 +9,7 @@ layer does to a request depends on the stage it serves:
   that returns ``None`` to let the request pass, or the awaitable of what it does to it (answer
   it, or give the ``send`` the rest of the request uses): the host and origin guard, CORS, auth;
 - the body (``BodyLimit``), then the message (``SessionOrEnvelope`` turns it into the request's
-  :class:`~mcpcore.context.Inbound`; ``ContextState`` and ``EventBuffering`` serve that request's
+  :class:`~mcpcore.context.Inbound`; ``TenantState`` and ``EventBuffering`` serve that request's
   context and its stream);
 - the method: :class:`~mcpcore.Middleware` hooks around each method, the user's layers.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .asgi_types import Send
 from .metrics import CallObserver, Metrics, enable
@@ -21,29 +21,8 @@ if TYPE_CHECKING:
     from .tasks import TaskService
     from .wiring import Stores
 
-__all__ = ["REFRESH_SECONDS", "AppMetrics", "Observed"]
+__all__ = ["REFRESH_SECONDS", "AppMetrics", "app_telemetry"]
 
-
-class Observed(Protocol):
-    """What an app's metrics read of it (:class:`~mcpcore.McpApp`)."""
-
-    @property
-    def settings(self) -> Settings: ...
-
-    @property
-    def telemetry(self) -> Any: ...
-
-    @property
-    def dispatcher(self) -> Dispatcher: ...
-
-    @property
-    def notifier(self) -> Notifier: ...
-
-    @property
-    def stores(self) -> Stores: ...
-
-    @property
-    def tasks(self) -> TaskService | None: ...
 
 REFRESH_SECONDS = 5.0
 """How often a worker writes its gauges for the other workers' scrapes (multiprocess mode)."""
@@ -52,13 +31,15 @@ REFRESH_SECONDS = 5.0
 class AppMetrics:
     """The metrics of one app (``app.metrics``)."""
 
-    def __init__(self, app: Observed) -> None:
+    def __init__(self, settings: Settings, telemetry: Any, dispatcher: Dispatcher, notifier: Notifier,
+                 stores: Stores, tasks: TaskService | None) -> None:
         self.metrics: Metrics = enable()
-        self.app = app
-        self.path = app.settings.metrics_path
-        self.observer = CallObserver(self.metrics, app.telemetry)
-        app.dispatcher.telemetry = cast(Any, self.observer)  # what invoke observes a call with
-        app.notifier.observe = self._published
+        self.stores = stores
+        self.tasks = tasks
+        self.path = settings.metrics_path
+        self.observer = CallObserver(self.metrics, telemetry)
+        dispatcher.telemetry = cast(Any, self.observer)  # what invoke observes a call with
+        notifier.observe = self._published
         self.metrics.gauges = self.refresh
 
     def _published(self, event: dict[str, Any]) -> None:
@@ -67,11 +48,11 @@ class AppMetrics:
 
     def refresh(self) -> None:
         """Set the gauges from what this process holds now."""
-        m, app = self.metrics, self.app
-        m.sessions.set(app.stores.sessions_active())
-        held = app.stores.buffer_bytes()
+        m = self.metrics
+        m.sessions.set(self.stores.sessions_active())
+        held = self.stores.buffer_bytes()
         m.buffer_bytes.set(held[0] if held is not None else 0)
-        m.tasks_running.set(len(app.tasks.executions) if app.tasks is not None else 0)
+        m.tasks_running.set(len(self.tasks.executions) if self.tasks is not None else 0)
 
     async def open(self, stack: contextlib.AsyncExitStack) -> None:
         """In multiprocess mode, write the gauges every :data:`REFRESH_SECONDS` (another worker
@@ -94,3 +75,16 @@ class AppMetrics:
             (b"content-type", media_type.encode()), (b"content-length", str(len(body)).encode()),
             (b"cache-control", b"no-store")]})
         await send({"type": "http.response.body", "body": body})
+
+
+def app_telemetry(given: Any, settings: Settings, stores: Stores) -> Any:
+    """The app's OpenTelemetry (``McpApp(telemetry=...)``): ``given`` when a
+    :class:`~mcpcore.telemetry.Telemetry`, none when ``False`` (or unset with ``OTEL_ENABLED``
+    false), else one reading the stores' gauges."""
+    if given is False or (given is None and not settings.otel_enabled):
+        return None
+    from .telemetry import Telemetry
+
+    if isinstance(given, Telemetry):
+        return given
+    return Telemetry(sessions_active=stores.sessions_active, buffer_bytes=stores.buffer_bytes)

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from .config import Settings
 from .errors import ConfigurationError
 from .metrics import count_redis_error
+from .store_kinds import store_kind
 
 __all__ = ["RETRY_DELAYS", "RedisProblem", "check_redis", "components_needing_redis", "describe_redis", "preflight",
            "probe", "retry_until_back"]
@@ -42,10 +43,10 @@ class RedisProblem:
 def components_needing_redis(settings: Settings) -> list[str]:
     """The parts that ``settings`` put on Redis, named with the setting that did it."""
     parts = []
-    if settings.session_store == "redis":
-        parts.append("the session store (MCP_SESSION_STORE=redis)")
-    if settings.storage_provider == "redis":
-        parts.append("ctx.state (STORAGE_PROVIDER_TYPE=redis)")
+    if store_kind("sessions", settings.session_store).redis:
+        parts.append(f"the session store (MCP_SESSION_STORE={settings.session_store})")
+    if store_kind("state", settings.storage_provider).redis:
+        parts.append(f"ctx.state (STORAGE_PROVIDER_TYPE={settings.storage_provider})")
     return parts
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .auth.base import Authenticator
@@ -11,9 +11,7 @@ if TYPE_CHECKING:
     from .config import Settings
     from .context import ContextServices
     from .server.dispatcher import Dispatcher
-    from .server.notify import Notifier
     from .sessions.base import SessionStore
-    from .sessions.events import EventBuffer
     from .sessions.streams import StreamSlots
     from .transports.live import LiveSessions
 
@@ -24,17 +22,18 @@ __all__ = ["Runtime"]
 class Runtime:
     """Everything a transport needs to serve requests."""
 
-    settings: Settings
     dispatcher: Dispatcher
     services: ContextServices
-    notifier: Notifier
     bus: NotificationBus
     sessions: SessionStore
     live: LiveSessions
     session_mode: str
-    server_info: dict[str, Any]
     auth: Authenticator | None = None
-    events: EventBuffer | None = None
     shared: bool = False
     expose_stateless_session_id: bool = False
     stream_slots: StreamSlots | None = None
+
+    @property
+    def settings(self) -> Settings:
+        """The app's settings (its server core's)."""
+        return self.dispatcher.core.settings

@@ -21,6 +21,7 @@ from .asgi_types import Message, Receive, Send
 from .config import Settings
 from .errors import ConfigurationError
 from .logs import configure_logging, logging_config
+from .store_kinds import store_kind
 
 __all__ = ["DRAIN_SECONDS", "NAMED_PROTOCOL", "QUIESCE_SECONDS", "Servable", "apply_http_limits",
            "check_shared_store", "connection_close", "endpoint_url", "lifespan_protocol", "serve", "serving_line",
@@ -170,7 +171,7 @@ def check_shared_store(settings: Settings, workers: int = 1) -> None:
     Raises:
         ConfigurationError: ``MCP_REQUIRE_SHARED_STORE=true`` with ``MCP_SESSION_STORE=memory``.
     """
-    if settings.session_store != "memory":
+    if store_kind("sessions", settings.session_store).shared:
         return
     if settings.require_shared_store:
         raise ConfigurationError(

@@ -8,32 +8,43 @@ endpoints grant CORS to the origins of ``MCP_CORS_ALLOWED_ORIGINS`` (browser-bas
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from . import _json
 from .asgi_types import Message, Receive, Scope, Send
 from .auth import PRM_CACHE_CONTROL, metadata_routes, protected_resource_metadata
-from .landing import Described
 from .transports.cors import Cors
 from .transports.guard import OriginGuard, valid_host
 
 if TYPE_CHECKING:
+    from .auth.base import Authenticator
+    from .config import Settings
     from .observability import AppMetrics
+    from .server.dispatcher import Dispatcher
+    from .server.registry import Registry
 
-__all__ = ["SideRoutes", "Sided", "plain_json"]
+__all__ = ["SideParts", "SideRoutes", "plain_json"]
 
 
-class Sided(Described, Protocol):
-    """What the side routes read of an app (:class:`~mcpcore.McpApp`)."""
+@dataclass(frozen=True, slots=True)
+class SideParts:
+    """What the side routes read of an app (:class:`~mcpcore.McpApp` builds it): the landing
+    page's and the server card's parts (:class:`~mcpcore.landing.Described`), whether to serve
+    them, the metrics and the readiness check."""
 
-    @property
-    def landing(self) -> bool | None: ...
+    settings: Settings
+    path: str
+    authenticator: Authenticator | None
+    registry: Registry
+    dispatcher: Dispatcher
+    server_info: dict[str, Any]
+    instructions: str | None
+    landing: bool | None
+    metrics: AppMetrics | None
+    readiness: Callable[[], Awaitable[tuple[bool, dict[str, str]]]]
 
-    @property
-    def metrics(self) -> AppMetrics | None: ...
-
-    async def readiness(self) -> tuple[bool, dict[str, str]]: ...
 
 log = logging.getLogger("mcpcore.app")
 
@@ -41,7 +52,7 @@ log = logging.getLogger("mcpcore.app")
 class SideRoutes:
     """Serves an app's side routes (see :meth:`routes`)."""
 
-    def __init__(self, app: Sided) -> None:
+    def __init__(self, app: SideParts) -> None:
         self.app = app
         s = app.settings
         self.guard = OriginGuard((*s.allowed_origins, *s.cors_allowed_origins), s.allowed_hosts)

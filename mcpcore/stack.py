@@ -14,7 +14,7 @@ middleware, then the method. ``app.layers`` lists them as built; :class:`Stack` 
  5    session or envelope     ``SessionOrEnvelope``  2025: the session's record, bound to the identity (404
                                                      when not the caller's); 2026-07-28: the ``_meta``
                                                      envelope; the request's Inbound from the one intake
- 6    state                   ``ContextState``       ``ctx.state`` (tenant-scoped storage), the app's services
+ 6    state                   ``TenantState``        ``ctx.state`` (tenant-scoped storage), the app's services
  7    event buffer            ``EventBuffering``     each SSE event of a resumable session stored before sent
  8    the user's middleware   ``Middleware``         ``McpApp(middleware=[A(), B()])``: A, then B
  9    the method              (the dispatcher)       visibility, scopes, arguments, dependencies, the handler
@@ -42,7 +42,7 @@ from .config import Settings
 from .errors import ConfigurationError
 from .layer import Layer, LayerInfo, setup_context
 from .middleware.base import Middleware
-from .state_layer import ContextState
+from .state_layer import TenantState
 from .transports.buffering import EventBuffering
 from .transports.http.door import Authentication, BodyLimit, CorsPolicy, HostOriginGuard
 from .transports.http.eras import SessionOrEnvelope
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .context import ContextServices
     from .sessions.events import EventBuffer
     from .storage.base import StorageProvider
+    from .store_kinds import StoreKind
 
 __all__ = ["AppState", "Stack", "authenticator_for", "delegation_for", "open_delegation", "open_layers",
            "setup_context"]
@@ -64,19 +65,20 @@ class Stack:
     authenticator and the stores), then the user's middleware (``McpApp(middleware=[...])``).
 
     Iterating gives every layer in order; the HTTP endpoint runs :attr:`doors`, then
-    :attr:`body_limit` and :attr:`session`; each request's context is served by :attr:`state`
+    :attr:`body_limit` and :attr:`session_or_envelope`; each request's context is served by :attr:`state`
     and its stream by :attr:`events`; the method's dispatcher runs :attr:`middleware`.
     """
 
     def __init__(self, settings: Settings, authenticator: Authenticator | None, services: ContextServices,
                  storage: StorageProvider | None, events: EventBuffer | None,
-                 middleware: Sequence[Middleware] = ()) -> None:
+                 middleware: Sequence[Middleware] = (), state_kind: StoreKind | None = None,
+                 telemetry: Any = None) -> None:
         self.guard = HostOriginGuard(settings)
         self.cors = CorsPolicy(settings)
         self.auth = Authentication(authenticator, settings) if authenticator is not None else None
         self.body_limit = BodyLimit(settings)
-        self.session = SessionOrEnvelope()
-        self.state = ContextState(services, storage)
+        self.session_or_envelope = SessionOrEnvelope()
+        self.state = TenantState(services, storage, state_kind, telemetry)
         self.events = EventBuffering(events, settings)
         self.middleware: list[Middleware] = list(middleware)
 
@@ -95,7 +97,7 @@ class Stack:
     def framework(self) -> tuple[Layer, ...]:
         """The framework's layers, in order."""
         auth = () if self.auth is None else (self.auth,)
-        return (self.guard, self.cors, *auth, self.body_limit, self.session, self.state, self.events)
+        return (self.guard, self.cors, *auth, self.body_limit, self.session_or_envelope, self.state, self.events)
 
     def __iter__(self) -> Iterator[Layer]:
         yield from self.framework

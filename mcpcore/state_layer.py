@@ -12,14 +12,14 @@ from .context import ContextServices
 from .layer import Layer
 from .storage.base import StorageProvider
 from .storage.service import CursorSigner, StateService
-from .wiring import state_provider
+from .store_kinds import StoreKind
 
-__all__ = ["ContextState"]
+__all__ = ["TenantState"]
 
 log = logging.getLogger("mcpcore.app")
 
 
-class ContextState(Layer):
+class TenantState(Layer):
     """Opens the ``ctx.state`` provider at startup (the app's ``storage=`` or the one
     ``STORAGE_PROVIDER_TYPE`` names) and hands every request's context the app's services.
 
@@ -29,10 +29,14 @@ class ContextState(Layer):
 
     title = "state"
 
-    def __init__(self, services: ContextServices, given: StorageProvider | None) -> None:
+    def __init__(self, services: ContextServices, given: StorageProvider | None, kind: StoreKind | None,
+                 telemetry: Any = None) -> None:
+        if given is None and (kind is None or kind.state is None):
+            raise ValueError("the state layer needs a provider or a store kind that builds one")
         self.services = services
         self.given = given
-        self.telemetry: Any = None
+        self.store_kind = kind
+        self.telemetry = telemetry
         self._owned: StorageProvider | None = None
         self._retrying: asyncio.Task[None] | None = None
 
@@ -40,10 +44,11 @@ class ContextState(Layer):
         return "mcpcore.storage.service.StateService"
 
     async def startup(self, settings: Settings, redis: Any = None) -> None:
-        provider = state_provider(settings, self.given)
-        if self.given is None:
-            self._owned = provider
-        if self.given is None and settings.storage_provider == "redis":
+        provider = self.given
+        if provider is None:
+            assert self.store_kind is not None and self.store_kind.state is not None  # checked when built
+            provider = self._owned = self.store_kind.state(settings)
+        if self.given is None and self.store_kind is not None and self.store_kind.redis:
             # A wrong password or database stops startup; an unreachable Redis is retried meanwhile.
             from .redis_startup import check_redis  # imports redis: only when the state lives there
 

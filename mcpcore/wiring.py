@@ -1,7 +1,9 @@
-"""The stores an app runs on, chosen once from the settings: in this process's memory, or
-shared by every instance through Redis (``MCP_SESSION_STORE``).
+"""The stores an app runs on, built once from the settings by the kind ``MCP_SESSION_STORE``
+names (:mod:`mcpcore.store_kinds`; mcpcore's own in :mod:`mcpcore.builtin_stores`): in this
+process's memory, or shared by every instance through Redis. A session store given to the app
+(``McpApp(session_store=...)``) replaces the kind's.
 
-:class:`Stores` is the only place that knows which kind it built; everything else reaches the
+:class:`Stores` is the only place that holds the parts a kind built; everything else reaches the
 session store, the event buffer, the notification bus and the stream slots through their
 Protocols (:class:`~mcpcore.sessions.base.SessionStore`, :class:`~mcpcore.sessions.events.EventBuffer`,
 :class:`~mcpcore.bus.base.NotificationBus`, :class:`~mcpcore.sessions.streams.StreamSlots`).
@@ -13,29 +15,26 @@ import asyncio
 import contextlib
 import logging
 import types
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, cast
 
+from .builtin_stores import sweep_period
 from .bus.base import NotificationBus
-from .bus.memory import LocalBus
 from .config import Settings
 from .server.registry import Registry
 from .sessions.base import SessionStore
 from .sessions.events import EventBuffer, MemoryEventBuffer
 from .sessions.memory import MemorySessionStore
-from .sessions.streams import MemoryStreamSlots, StreamSlots
-from .storage.base import StorageProvider
-from .storage.memory import MemoryStorage
-from .tasks.base import TaskBounds, TaskStore
-from .tasks.memory import MemoryTaskStore
+from .sessions.streams import StreamSlots
+from .store_kinds import StoreKind, store_kind
+from .tasks.base import TaskStore
 from .transports.live import LiveSessions
 
 if TYPE_CHECKING:
     from .bus.redis import RedisBus
     from .sessions.redis import RedisSessionStore
-    from .tasks.service import TaskService
 
-__all__ = ["Stores", "redis_client", "state_provider", "uses_request_input"]
+__all__ = ["Stores", "uses_request_input"]
 
 log = logging.getLogger("mcpcore.app")
 
@@ -50,55 +49,34 @@ class Stores:
     process. ``on_session_gone`` ends what this process holds for a session deleted or evicted
     here or, as the bus says, on another instance."""
 
-    def __init__(self, settings: Settings, live: LiveSessions) -> None:
-        s = self.settings = settings
-        sweep_period = self.sweep_period = max(1.0, min(60.0, s.session_idle_ms / 3000))
+    def __init__(self, settings: Settings, live: LiveSessions, *, session_store: SessionStore | None = None,
+                 state_given: bool = False) -> None:
+        s = settings
+        self.sweep_period = sweep_period(s)
         self.live = live
-        self.shared = s.session_store == "redis"
+        kind = self.kind = store_kind("sessions", s.session_store)
+        self.state_kind: StoreKind | None = None if state_given else store_kind("state", s.storage_provider)
+        """The kind that builds ``ctx.state``'s provider; ``None`` when the app was given one."""
+        self.shared = kind.shared
         self.probes: list[Callable[[], tuple[dict[str, str], bool]]] = []
         """More parts for ``/readyz`` (proxied backends): ``() -> ({part: state}, whether it fails readiness)``."""
-        self.redis: Any = None
-        self.bus: NotificationBus
-        self.sessions: SessionStore
-        self.events: EventBuffer | None
-        self.stream_slots: StreamSlots
-        self.tasks: TaskStore
-        self._memory_events: MemoryEventBuffer | None = None
-        self._memory_sessions: MemorySessionStore | None = None
-        self._redis_sessions: RedisSessionStore | None = None
-        self._redis_bus: RedisBus | None = None
+        assert kind.sessions is not None  # store_kind checked it
+        parts = kind.sessions(s, live.is_busy)
+        self.redis: Any = parts.redis
+        self.bus: NotificationBus = parts.bus
+        self.sessions: SessionStore = parts.sessions if session_store is None else session_store
+        self.events: EventBuffer | None = parts.events
+        self.stream_slots: StreamSlots = parts.stream_slots
+        self.tasks: TaskStore = parts.tasks
+        self._memory_events = parts.events if isinstance(parts.events, MemoryEventBuffer) else None
+        self._memory_sessions = self.sessions if isinstance(self.sessions, MemorySessionStore) else None
+        self._redis_sessions = cast("RedisSessionStore", self.sessions) if kind.redis and session_store is None \
+            else None
+        self._redis_bus = cast("RedisBus", self.bus) if kind.redis else None
         self._ready: tuple[float, dict[str, str]] | None = None  # (reusable until, the stores' checks)
         self._checking: asyncio.Task[dict[str, str]] | None = None
-        if self.shared:
-            self.redis = redis_client(s)
-            from .bus.redis import RedisBus
-            from .sessions.redis import RedisSessionStore
-            from .sessions.redis_events import RedisEventBuffer
-            from .sessions.streams import RedisStreamSlots
-
-            self._redis_bus = self.bus = RedisBus(self.redis)
-            self._redis_sessions = self.sessions = RedisSessionStore(
-                self.redis, idle_ms=s.session_idle_ms, max_sessions=s.max_sessions,
-                max_per_identity=s.max_sessions_per_identity)
-            self.events = RedisEventBuffer(self.redis, max_events=s.resumability_max_events,
-                                           ttl_ms=s.resumability_ttl_ms, max_bytes=s.resumability_max_bytes) \
-                if s.resumability else None
-            self.stream_slots = RedisStreamSlots(self.redis, s.max_streams_per_session,
-                                                 lease_ms=int(3000 * max(10.0, sweep_period)))
-            from .tasks.redis import RedisTaskStore
-
-            self.tasks = RedisTaskStore(self.redis, bounds=TaskBounds.from_settings(s))
-        else:
-            self.bus = LocalBus()
-            self._memory_sessions = self.sessions = MemorySessionStore(
-                idle_ms=s.session_idle_ms, max_sessions=s.max_sessions, max_per_identity=s.max_sessions_per_identity,
-                is_busy=live.is_busy)
-            self._memory_events = self.events = MemoryEventBuffer(
-                s.resumability_max_events, s.resumability_ttl_ms, max_bytes=s.resumability_max_bytes,
-                max_total_bytes=s.resumability_max_total_bytes) if s.resumability else None
-            self.stream_slots = MemoryStreamSlots(s.max_streams_per_session)
-            self.tasks = MemoryTaskStore(TaskBounds.from_settings(s))
-        self.sessions.on_evict = self.on_session_gone
+        if hasattr(self.sessions, "on_evict"):
+            self.sessions.on_evict = self.on_session_gone
 
     def on_session_gone(self, session_id: str) -> None:
         """End the streams this process holds for the session, and drop an in-process event
@@ -123,14 +101,17 @@ class Stores:
         return self._memory_events.total_bytes, self._memory_events.largest_session_bytes()
 
     async def open(self, stack: contextlib.AsyncExitStack, on_route: Callable[[dict[str, Any]], None],
-                   tasks: TaskService | None = None) -> None:
-        """Start the bus (``on_route`` gets its events) and keep shared caches coherent, then
-        ``tasks`` (they listen to the bus); ``stack`` closes what this opened, in reverse."""
+                   starts: Iterable[tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]] = (),
+                   settings: Settings | None = None) -> None:
+        """Start the bus (``on_route`` gets its events) and keep shared caches coherent, then each
+        extension's ``(start, close)`` (tasks listen to the bus); ``stack`` closes what this
+        opened, in reverse. ``settings``: the app's, for a shared store's startup check."""
         if self.redis is not None:
             stack.push_async_callback(self.redis.aclose)
             from .redis_startup import check_redis
 
-            retrying = await check_redis(self.redis, self.settings, "the session store (MCP_SESSION_STORE=redis)")
+            assert settings is not None, "a shared store is checked with the app's settings"
+            retrying = await check_redis(self.redis, settings, "the session store (MCP_SESSION_STORE=redis)")
             if retrying is not None:
                 stack.callback(retrying.cancel)
         await self.bus.start()
@@ -138,9 +119,9 @@ class Stores:
         self.bus.subscribe(on_route)
         if self._redis_sessions is not None and self._redis_bus is not None:  # records cached, kept coherent
             stack.callback(self._redis_sessions.attach(self._redis_bus))
-        if tasks is not None:
-            await tasks.start()
-            stack.push_async_callback(tasks.close)
+        for start, close in starts:
+            await start()
+            stack.push_async_callback(close)
         if self.redis is not None:
             stack.callback(self.stream_slots.close)  # runs first: streams ending now touch Redis no more
 
@@ -215,23 +196,6 @@ class Stores:
             await check("sessions", self._redis_sessions.ping)
         if self._redis_bus is not None:
             checks["bus"] = "ok" if self._redis_bus.connected.is_set() else "not connected"
-
-
-def redis_client(settings: Settings) -> Any:
-    """The app's Redis client for ``MCP_REDIS_MODE`` (lazily connecting; the app owns and closes it)."""
-    from .redis_client import create_redis_client
-
-    return create_redis_client(settings)
-
-
-def state_provider(settings: Settings, given: StorageProvider | None) -> StorageProvider:
-    """The ``ctx.state`` provider: the app's own, else the one ``STORAGE_PROVIDER_TYPE`` names."""
-    if given is not None:
-        return given
-    if settings.storage_provider == "in-memory":
-        return MemoryStorage(max_entries=settings.storage_max_entries)
-    from .storage.factory import create_provider
-    return create_provider(settings)
 
 
 def _code_names(code: types.CodeType) -> set[str]:

@@ -11,6 +11,8 @@ import pytest
 
 from mcpcore import McpApp, Settings
 
+from .connect import connect  # noqa: F401  (the fixture: one test over 2025 HTTP, 2026 HTTP and stdio)
+
 
 @pytest.fixture
 def anyio_backend() -> str:

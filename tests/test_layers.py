@@ -1,6 +1,7 @@
-"""The house's rules, checked: imports run one way between the layers (no module imports a
-layer above its own; ``if TYPE_CHECKING:`` imports, which never run, may name one for a type),
-no two modules import each other, even through others, even only for types,
+"""The house's rules, checked: imports run one way between the tiers (no module imports a
+tier above its own; ``if TYPE_CHECKING:`` imports, which never run, may name one for a type),
+no two modules import each other, even through others, even only for types, none but the
+package's ``__init__`` imports ``mcpcore/app.py``,
 no module of mcpcore/ is over 400 lines, and docs/architecture.md names only modules that exist."""
 
 from __future__ import annotations
@@ -14,28 +15,29 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mcpcore"
 
-# Lowest first. A module belongs to the layer of its first part below mcpcore (the package's
+# Lowest first. A module belongs to the tier of its first part below mcpcore (the package's
 # own __init__ is the public API, on top).
-LAYERS: list[set[str]] = [
+TIERS: list[set[str]] = [
     {"_json", "_version", "asgi_types", "errors", "logs", "config", "queues", "content", "jsonschema", "metrics"},
-    {"protocol", "security", "redis_client", "redis_sentinel", "redis_startup", "client"},
+    {"protocol", "security", "redis_client", "redis_sentinel", "redis_startup", "client", "store_kinds"},
     {"context", "storage", "bus", "sessions", "auth", "telemetry", "layer", "credentials"},
     {"definitions", "extensions"},
     {"server", "lint", "middleware", "tasks", "openapi", "compose"},
     {"runtime", "transports"},
-    {"landing", "side_routes", "serving", "http_limits", "wiring", "state_layer", "stack", "observability"},
+    {"landing", "side_routes", "serving", "http_limits", "builtin_stores", "wiring", "state_layer", "stack",
+     "observability"},
     {"app"},
     {"cli", "targets", "commands", "testing", "__main__", ""},
 ]
 
 
-def layer_of(module: str) -> int:
+def tier_of(module: str) -> int:
     parts = module.split(".")
     name = parts[1] if len(parts) > 1 else ""
-    for i, names in enumerate(LAYERS):
+    for i, names in enumerate(TIERS):
         if name in names:
             return i
-    raise AssertionError(f"{module} is in no layer: add {name!r} to LAYERS in tests/test_layers.py")
+    raise AssertionError(f"{module} is in no tier: add {name!r} to TIERS in tests/test_layers.py")
 
 
 def modules() -> dict[str, Path]:
@@ -76,14 +78,14 @@ def runtime_imports(module: str, path: Path, *, typing_too: bool = False) -> lis
     return found
 
 
-def test_imports_flow_one_way_between_layers() -> None:
+def test_imports_flow_one_way_between_tiers() -> None:
     upward = []
     for module, path in sorted(modules().items()):
-        mine = layer_of(module)
+        mine = tier_of(module)
         for line, target in runtime_imports(module, path):
-            if layer_of(target) > mine:
-                upward.append(f"{path.relative_to(ROOT)}:{line} imports {target} (layer {layer_of(target)} > {mine})")
-    assert not upward, "imports that climb a layer:\n" + "\n".join(upward)
+            if tier_of(target) > mine:
+                upward.append(f"{path.relative_to(ROOT)}:{line} imports {target} (tier {tier_of(target)} > {mine})")
+    assert not upward, "imports that climb a tier:\n" + "\n".join(upward)
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -151,14 +153,22 @@ def test_no_import_cycle_not_even_for_types() -> None:
     assert not found, "import cycles (TYPE_CHECKING and function-level imports count too):\n" + "\n".join(detail)
 
 
+def test_no_module_but_the_package_imports_the_app() -> None:
+    """Extensions plug in through the seam (``mcpcore/extensions/seam.py``), parts receive what they
+    use: nothing under mcpcore/ needs ``McpApp`` itself, not even for a type."""
+    importers = sorted(module for module, targets in import_graph().items()
+                       if "mcpcore.app" in targets and module != "mcpcore")
+    assert not importers, f"modules that import mcpcore/app.py (only mcpcore/__init__.py may): {importers}"
+
+
 def test_the_cycle_check_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_every_package_of_mcpcore_has_a_layer() -> None:
+def test_every_package_of_mcpcore_has_a_tier() -> None:
     for module in modules():
-        layer_of(module)
+        tier_of(module)
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))

@@ -13,12 +13,12 @@ from mcpcore.server.dispatcher import Dispatcher
 from mcpcore.testing import McpTestClient
 
 from .conftest import example_app
+from .connect import Connect
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.mark.parametrize("era", ["legacy", "modern"])
-async def test_an_added_method_receives_the_core_on_both_eras(era: str) -> None:
+async def test_an_added_method_receives_the_core_in_each_way_in(connect: Connect) -> None:
     seen: list[Any] = []
 
     async def whoami(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
@@ -27,7 +27,7 @@ async def test_an_added_method_receives_the_core_on_both_eras(era: str) -> None:
 
     app = example_app()
     app.dispatcher.add_method("x/whoami", whoami, gate="tools")
-    async with McpTestClient(app, era=era) as c:
+    async with connect(app) as c:
         r = await c.request("x/whoami")
     assert r["tools"] == len(app.registry.tools) and r["gated"] is True
     [core] = seen

@@ -24,6 +24,7 @@ from mcpcore.errors import ERROR_CONTRACT_META, TOOL_ERROR_META
 from mcpcore.testing import McpTestClient, create_mock_context, tool_error
 
 from .conftest import example_app
+from .connect import Connect
 
 pytestmark = pytest.mark.anyio
 
@@ -104,11 +105,10 @@ async def test_enrichment_reaches_structured_content_and_the_trailer() -> None:
         assert r["content"][1]["text"] == 'Query: purple\n**0 total**\n> No matches for "purple". Try fewer words.'
 
 
-@pytest.mark.parametrize("era", ["legacy", "modern"])
-async def test_a_tool_error_carries_no_structured_content_and_its_envelope_in_meta(era: str) -> None:
+async def test_a_tool_error_carries_no_structured_content_and_its_envelope_in_meta(connect: Connect) -> None:
     # Clients that check structuredContent against the outputSchema even on isError (TypeScript
     # SDK 1.x, the Inspector) would throw on an envelope there; every tool here has an outputSchema.
-    async with McpTestClient(example_app(), era=era) as c:
+    async with connect(example_app()) as c:
         tools = {t["name"]: t for t in await c.list_tools()}
         for name, args in [("fetch_items", {"ids": ["99"]}), ("search", {}), ("search", {"query": "a", "x": 1}),
                            ("search", {"query": "a", "limit": "many"}), ("test_error_handling", {})]:
@@ -121,7 +121,7 @@ async def test_a_tool_error_carries_no_structured_content_and_its_envelope_in_me
             assert r["content"][0]["text"].startswith(f"Error: {envelope['message']}")
             hint = (envelope["data"].get("recovery") or {}).get("hint")
             assert hint is None or r["content"][0]["text"].endswith(f"\n\nRecovery: {hint}")
-            if era == "modern":
+            if c.way == "http-2026":
                 assert r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mcpcore-everything"
         ok = await c.call_tool("fetch_items", {"ids": ["1"]})
         assert ok["structuredContent"] == {"items": ["red widget"]} and tool_error(ok) is None
@@ -276,8 +276,7 @@ async def test_fail_is_absent_on_a_tool_without_an_error_contract(caplog: pytest
     assert create_mock_context(errors=[busy]).fail("busy").code == -32003
 
 
-@pytest.mark.parametrize("era", ["legacy", "modern"])
-async def test_the_error_contract_is_advertised_in_the_tools_meta(era: str) -> None:
+async def test_the_error_contract_is_advertised_in_the_tools_meta(connect: Connect) -> None:
     contracts = [ErrorContract("no_match", JsonRpcErrorCode.NotFound, "Nothing matched",
                                "Broaden the query or check the spelling."),
                  ErrorContract("busy", JsonRpcErrorCode.RateLimited, "Busy", "Wait a little and then try again.",
@@ -293,7 +292,7 @@ async def test_the_error_contract_is_advertised_in_the_tools_meta(era: str) -> N
         """Doc."""
         return "x"
 
-    async with McpTestClient(app_with(find, plain), era=era) as c:
+    async with connect(app_with(find, plain)) as c:
         tools = {t["name"]: t for t in await c.list_tools()}
         thrown = tool_error(await c.call_tool("find", {"query": "q"}))
     assert tools["find"]["_meta"] == {"team": "search", ERROR_CONTRACT_META: [

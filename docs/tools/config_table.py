@@ -91,15 +91,16 @@ MEANINGS: dict[str, str] = {
                                        "`McpApp(expose_stateless_session_id=)` overrides it.",
     "MCP_PUBLIC_URL": "Public base URL behind a proxy; used for the protected-resource metadata, "
                       "`WWW-Authenticate` challenges and the landing page (else taken from the request's Host).",
-    "STORAGE_PROVIDER_TYPE": "Backend of `ctx.state`: `in-memory` (alias `memory`, `mem`), `filesystem` (`fs`) "
-                             "or `redis`.",
+    "STORAGE_PROVIDER_TYPE": "Backend of `ctx.state`, a store kind: `memory` (alias `in-memory`, `mem`), "
+                             "`filesystem` (`fs`), `redis`, or one you registered (`register_store_kind`).",
     "STORAGE_FILESYSTEM_PATH": "Folder of the `filesystem` provider.",
-    "STORAGE_MAX_ENTRIES": "Most entries the `in-memory` provider holds; writes beyond it are refused.",
+    "STORAGE_MAX_ENTRIES": "Most entries the `memory` provider holds; writes beyond it are refused.",
     "REDIS_URL": "Redis for `MCP_SESSION_STORE=redis` and `STORAGE_PROVIDER_TYPE=redis` (`redis://`, "
                  "`rediss://` or `unix://`). Cluster: any node. Sentinel: only the primary's credentials, "
                  "database and TLS (its host is not used).",
-    "MCP_SESSION_STORE": "Where sessions, the resumable event buffer and the notification bus live: "
-                         "`memory` (this process) or `redis` (shared by every instance).",
+    "MCP_SESSION_STORE": "Where sessions, the resumable event buffer, the notification bus and tasks live, "
+                         "a store kind: `memory` (this process), `redis` (shared by every instance), or one you "
+                         "registered.",
     "MCP_REQUIRE_SHARED_STORE": "`true`: refuse to start over HTTP unless `MCP_SESSION_STORE=redis` (for a "
                                 "server run as several workers or instances, where in-memory sessions break "
                                 "clients); unset, `--workers` > 1 with in-memory stores only warns.",

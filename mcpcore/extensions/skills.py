@@ -22,7 +22,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .. import _json
@@ -36,13 +36,11 @@ from .frontmatter import FrontmatterError, parse_frontmatter
 from .skill_files import list_files, read_within
 
 if TYPE_CHECKING:
-    from ..config import Settings
     from ..context import Inbound
     from ..server.core import ServerCore
-    from ..server.dispatcher import Dispatcher
-    from ..server.registry import Registry
+    from .seam import Seam
 
-__all__ = ["MAX_FILES", "MAX_TOTAL_BYTES", "Skill", "SkillFile", "Skills", "serve_skills"]
+__all__ = ["MAX_FILES", "MAX_TOTAL_BYTES", "Skill", "SkillFile", "Skills", "plug_skills"]
 
 SKILL_FILE = "SKILL.md"
 DIRECTORY_MIME = "inode/directory"
@@ -181,6 +179,10 @@ class Skills:
         self.by_uri = {s.uri: s for s in self.skills}
         self.entries = [s.entry() for s in self.skills]
 
+    def plug_into(self, seam: Seam) -> None:
+        """Serve these skills through ``seam`` (:func:`plug_skills`); ``McpApp(skills=...)`` does."""
+        plug_skills(self, seam)
+
     def settings(self) -> dict[str, Any]:
         """The extension's settings object under ``capabilities.extensions``."""
         return {"directoryRead": True} if self.directory_read else {}
@@ -311,25 +313,10 @@ def _caller(fn: Any) -> Any:
     return call
 
 
-class SkillHost(Protocol):
-    """What :func:`serve_skills` reads of an app (:class:`~mcpcore.McpApp`)."""
-
-    @property
-    def registry(self) -> Registry: ...
-
-    @property
-    def settings(self) -> Settings: ...
-
-    @property
-    def dispatcher(self) -> Dispatcher: ...
-
-
-def serve_skills(app: SkillHost, skills: Skills | str | os.PathLike[str]) -> Skills:
-    """Register ``skills`` on ``app``: its files as resources, the methods, the declaration."""
-    s = skills if isinstance(skills, Skills) else Skills(skills)
-    for d in s.definitions():
-        app.registry.add(d)
-    size = app.settings.list_page_size
+def plug_skills(s: Skills, seam: Seam) -> None:
+    """Serve ``s`` through ``seam``: its files as resources, the methods, the declaration."""
+    seam.add(*s.definitions())
+    size = seam.settings.list_page_size
 
     async def list_skills(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
         items, nxt = page(s.entries, params.get("cursor"), size)
@@ -348,10 +335,8 @@ def serve_skills(app: SkillHost, skills: Skills | str | os.PathLike[str]) -> Ski
             out["nextCursor"] = nxt
         return out
 
-    disp = app.dispatcher
-    disp.add_method("skills/list", list_skills, gate="resources", cache_hint=s.cache_hint)
-    disp.add_method("skills/get", get_skill, gate="resources", cache_hint=s.cache_hint)
+    seam.add_method("skills/list", list_skills, gate="resources", cache_hint=s.cache_hint)
+    seam.add_method("skills/get", get_skill, gate="resources", cache_hint=s.cache_hint)
     if s.directory_read:
-        disp.add_method("resources/directory/read", read_directory, gate="resources")
-    disp.declare_extension(SKILLS, s.settings())
-    return s
+        seam.add_method("resources/directory/read", read_directory, gate="resources")
+    seam.declare(SKILLS, s.settings())

@@ -1,1 +1,1 @@
-"""The wire layer: JSON-RPC envelopes, protocol revisions and their eras."""
+"""On the wire: JSON-RPC envelopes, protocol revisions and their eras."""

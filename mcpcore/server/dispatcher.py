@@ -69,12 +69,13 @@ class Dispatcher:
         sessions: SessionStore | None = None,
         sealer: RequestStateSealer | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.core = ServerCore(registry=registry, settings=settings, notifier=notifier, server_info=server_info,
                                instructions=instructions, sessions=sessions, sealer=sealer, extensions=extensions)
         """What the method handlers see."""
+        self.core.telemetry = telemetry
         self.registry = registry
-        self.settings = settings
         self.server_info = server_info
         self.services = services
         self.notifier = notifier

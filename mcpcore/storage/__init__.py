@@ -1,4 +1,5 @@
-"""``ctx.state`` storage: the provider protocol, the shared rules, and the providers.
+"""``ctx.state`` storage: the provider protocol, the shared rules, the providers, and the
+registry of store kinds the settings name (:func:`register_store_kind` adds yours).
 
 :class:`RedisStorage` is imported on first use, so ``redis`` stays an optional dependency
 (``pip install 'mcpcore[redis]'``).
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..store_kinds import SessionParts, StoreKind, register_store_kind
 from .base import StorageProvider
 from .factory import create_provider
 from .filesystem import FileStorage
@@ -22,9 +24,12 @@ __all__ = [
     "FileStorage",
     "MemoryStorage",
     "RedisStorage",
+    "SessionParts",
     "StateService",
     "StorageProvider",
+    "StoreKind",
     "create_provider",
+    "register_store_kind",
 ]
 
 

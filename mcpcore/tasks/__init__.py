@@ -10,7 +10,7 @@ accepted it (holding a renewed lease), and ``tasks/get``, ``tasks/update``, ``ta
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ..definitions.tasks import TaskSupport
 from .base import TaskStore
@@ -21,33 +21,24 @@ from .service import TaskService
 from .topic import TaskTopic
 
 if TYPE_CHECKING:
-    from ..config import Settings
-    from ..context import ContextServices
-    from ..server.dispatcher import Dispatcher
+    from ..extensions.seam import Seam
 
-__all__ = ["MemoryTaskStore", "TaskService", "TaskStore", "TaskSupport", "serve_tasks"]
+__all__ = ["MemoryTaskStore", "TaskService", "TaskStore", "TaskSupport", "Tasks"]
 
 
-class TaskHost(Protocol):
-    """What :func:`serve_tasks` reads of an app (:class:`~mcpcore.McpApp`)."""
+class Tasks:
+    """Task tools run as tasks on ``store``, an extension (:class:`~mcpcore.extensions.seam.Seam`):
+    the ``tools/call`` hook, the ``tasks/*`` methods, the listen topic, the extension's
+    declaration (made once a task tool exists), the attempts started and stopped with the app.
+    ``service`` is the :class:`TaskService` once plugged in."""
 
-    @property
-    def dispatcher(self) -> Dispatcher: ...
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+        self.service: TaskService | None = None
 
-    @property
-    def settings(self) -> Settings: ...
-
-    @property
-    def services(self) -> ContextServices: ...
-
-
-def serve_tasks(app: TaskHost, store: TaskStore) -> TaskService:
-    """Run ``app``'s task tools as tasks on ``store``: the ``tools/call`` hook, the ``tasks/*``
-    methods, the listen topic and the extension's declaration (made once a task tool exists)."""
-    core = app.dispatcher.core
-    svc = TaskService(core, app.settings, store, app.services)
-    core.tasks = TaskToolCalls(svc)
-    core.listen_topics.append(TaskTopic(svc))
-    core.forget_capabilities()
-    register(app.dispatcher, svc)
-    return svc
+    def plug_into(self, seam: Seam) -> None:
+        svc = self.service = TaskService(seam.core, self.store, seam.services)
+        seam.run_task_calls(TaskToolCalls(svc))
+        seam.add_listen_topic(TaskTopic(svc))
+        register(seam, svc)
+        seam.on_start(svc.start, svc.close)

@@ -60,7 +60,7 @@ class TaskToolCalls:
 
 
 def _ttl(svc: TaskService, tool: ToolDefinition, hint: Any) -> int:
-    s = svc.settings
+    s = svc.core.settings
     default = (tool.task.ttl_ms if tool.task is not None else None) or s.tasks_ttl_ms
     asked = hint.get("ttl") if type(hint) is dict else None
     if type(asked) is int and asked > 0:

@@ -24,8 +24,8 @@ from .calls import missing_extension
 from .record import ACTIVE, RELATED_TASK, TaskState, bound, now_ms, owner_of
 
 if TYPE_CHECKING:
+    from ..extensions.seam import Seam
     from ..server.core import ServerCore
-    from ..server.dispatcher import Dispatcher
     from .service import TaskService
 
 __all__ = ["register"]
@@ -153,11 +153,11 @@ class TaskMethods:
                        {"reason": "task_cancelled"})
 
 
-def register(dispatcher: Dispatcher, svc: TaskService) -> None:
-    """Serve the ``tasks/*`` methods of both eras on ``dispatcher``."""
+def register(seam: Seam, svc: TaskService) -> None:
+    """Serve the ``tasks/*`` methods of both eras through ``seam``."""
     m = TaskMethods(svc)
-    dispatcher.add_method("tasks/get", m.get, gate="tools")
-    dispatcher.add_method("tasks/cancel", m.cancel, gate="tools")
-    dispatcher.add_method("tasks/update", m.update, gate="tools", era=Era.MODERN)
-    dispatcher.add_method("tasks/list", m.list, gate="tools", era=Era.LEGACY)
-    dispatcher.add_method("tasks/result", m.result, gate="tools", era=Era.LEGACY)
+    seam.add_method("tasks/get", m.get, gate="tools")
+    seam.add_method("tasks/cancel", m.cancel, gate="tools")
+    seam.add_method("tasks/update", m.update, gate="tools", era=Era.MODERN)
+    seam.add_method("tasks/list", m.list, gate="tools", era=Era.LEGACY)
+    seam.add_method("tasks/result", m.result, gate="tools", era=Era.LEGACY)

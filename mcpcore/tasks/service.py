@@ -1,6 +1,6 @@
 """The tasks of one app: the store, the attempts running here, the lease watcher, the bus.
 
-:func:`serve_tasks` wires them into an app: ``tools/call`` of a tool declared ``task=`` goes
+:class:`~mcpcore.tasks.Tasks` plugs them into an app: ``tools/call`` of a tool declared ``task=`` goes
 through :meth:`TaskService.call`; the ``tasks/*`` methods, the listen topic and the extension's
 declaration are registered; status changes travel on the app's bus, so every instance's listen
 streams, 2025 sessions and waiting ``tasks/result`` calls hear of them.
@@ -40,9 +40,9 @@ every instance it runs on must not go round forever)."""
 class TaskService:
     """Creates tasks, runs them here, takes over those of dead instances, and answers for any."""
 
-    def __init__(self, core: ServerCore, settings: Settings, store: TaskStore, services: ContextServices) -> None:
+    def __init__(self, core: ServerCore, store: TaskStore, services: ContextServices) -> None:
         self.core = core
-        self.settings = settings
+        settings = core.settings
         self.store = store
         self.holder = secrets.token_hex(8)
         self.lease_ms = settings.tasks_lease_ms
@@ -119,7 +119,7 @@ class TaskService:
                      message: str | None = None) -> TaskState:
         """Store a new task for ``req``'s call of ``tool``, held by this instance; raises when a
         bound is reached. The record exists (``tasks/get`` finds it) when this returns."""
-        s = self.settings
+        s = self.core.settings
         if len(self.executions) >= s.tasks_max_per_instance:
             raise McpError(JsonRpcErrorCode.ServiceUnavailable,
                            f"This instance runs {s.tasks_max_per_instance} tasks already (MCP_TASKS_MAX_PER_INSTANCE); "
@@ -174,7 +174,7 @@ class TaskService:
 
     async def answer(self, st: TaskState, answers: dict[str, bytes]) -> None:
         """Deliver answers to ``st``'s pending questions; the last one resumes it, here."""
-        limit = self.settings.tasks_max_task_bytes
+        limit = self.core.settings.tasks_max_task_bytes
         size = len(st.meta.to_json()) + sum(map(len, st.answers.values())) + sum(map(len, answers.values()))
         if size > limit:
             raise McpError(JsonRpcErrorCode.InvalidParams,

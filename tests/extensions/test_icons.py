@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from mcpcore import ConfigurationError, McpApp, Resource, resource
-from mcpcore.testing import McpTestClient
+
+from ..connect import Connect
 
 pytestmark = pytest.mark.anyio
 
@@ -28,9 +29,8 @@ def note(id: str) -> str:
     return f"note {id}"
 
 
-@pytest.mark.parametrize("era", ["legacy", "modern"])
-async def test_icons_on_resources_templates_and_their_entries(era: str) -> None:
-    async with McpTestClient(McpApp("icons", "1.0", resources=[readme, note]), era=era) as c:
+async def test_icons_on_resources_templates_and_their_entries(connect: Connect) -> None:
+    async with connect(McpApp("icons", "1.0", resources=[readme, note])) as c:
         listed = {r["uri"]: r for r in (await c.request("resources/list"))["resources"]}
         assert listed["notes://readme"]["icons"] == [ICON]
         assert listed["notes://1"]["icons"] == [ICON, DARK]

@@ -14,6 +14,8 @@ from mcpcore.extensions import SKILLS
 from mcpcore.extensions.skills import Skills
 from mcpcore.testing import McpTestClient
 
+from ..connect import Connect
+
 pytestmark = pytest.mark.anyio
 
 
@@ -47,10 +49,9 @@ def tree(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("era", ["legacy", "modern"])
-async def test_declared_listed_and_fetched(tree: Path, era: str) -> None:
-    async with McpTestClient(_app(tree), era=era) as c:
-        caps = (c.init_result or {}).get("capabilities") if era == "legacy" else \
+async def test_declared_listed_and_fetched(tree: Path, connect: Connect) -> None:
+    async with connect(_app(tree)) as c:
+        caps = (c.init_result or {}).get("capabilities") if c.way != "http-2026" else \
             (await c.request("server/discover"))["capabilities"]
         assert caps["extensions"][SKILLS] == {"directoryRead": True} and "resources" in caps
         listed = await c.request("skills/list", {})
@@ -71,7 +72,7 @@ async def test_declared_listed_and_fetched(tree: Path, era: str) -> None:
             (await c.request("resources/read", {"uri": pdf["uri"]}))["contents"][0]["text"].encode()
         got = await c.request("skills/get", {"uri": pdf["uri"]})
         assert got["skill"] == pdf and "nextCursor" not in got
-        if era == "modern":
+        if c.way == "http-2026":
             assert listed["ttlMs"] == 0 and listed["cacheScope"] == "private" and got["resultType"] == "complete"
         with pytest.raises(McpError) as e:
             await c.request("skills/get", {"uri": "skill://nope/SKILL.md"})

@@ -11,7 +11,7 @@ import pytest
 
 from mcpcore import AuthInfo, Call, CallNext, Context, McpApp, Middleware, Settings, tool
 from mcpcore.layer import Layer
-from mcpcore.state_layer import ContextState
+from mcpcore.state_layer import TenantState
 from mcpcore.transports.buffering import EventBuffering
 from mcpcore.transports.http.door import Authentication, BodyLimit, CorsPolicy, HostOriginGuard
 from mcpcore.transports.http.eras import SessionOrEnvelope
@@ -69,7 +69,7 @@ def test_every_layer_is_a_layer_and_app_layers_lists_the_stack_in_order() -> Non
     layers = list(app.stack)
     assert all(isinstance(layer, Layer) for layer in layers)
     assert [type(layer) for layer in layers] == [HostOriginGuard, CorsPolicy, Authentication, BodyLimit,
-                                                 SessionOrEnvelope, ContextState, EventBuffering, Probe]
+                                                 SessionOrEnvelope, TenantState, EventBuffering, Probe]
     listed = app.layers
     assert [layer.name for layer in listed] == [*FRAMEWORK, "Probe"]
     assert [layer.kind for layer in listed] == ["framework"] * 7 + ["middleware"]

@@ -11,10 +11,9 @@ the body of a POST.
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from ... import _json
 from ...asgi_types import Message, Receive, Scope, Send
@@ -30,19 +29,12 @@ from ...protocol.limits import SHORTEST_BOUND
 from ..authn import authenticate, refuse
 from ..cors import Cors
 from ..guard import BodyTooLarge, OriginGuard, accepts, read_body
-from .wire import ACCEPT_BOTH, RequestHeaders, error, replay
+from .wire import ACCEPT_BOTH, ANSWERED, Answered, RequestHeaders, error, replay
 
 __all__ = ["ANSWERED", "Authentication", "BodyLimit", "CorsPolicy", "DoorAction", "HostOriginGuard"]
 
 log = logging.getLogger("mcpcore.transport")
 
-
-class _Answered(enum.Enum):
-    SENT = 1
-
-
-ANSWERED: Final = _Answered.SENT
-"""What :meth:`BodyLimit.read` returns when it answered the request itself."""
 
 DoorAction = Awaitable["Send | None"]
 """What a door layer does to a request: gives the ``send`` to go on with, or ``None`` (answered)."""
@@ -132,7 +124,7 @@ class Authentication(Layer):
     async def shutdown(self) -> None:
         await self.authenticator.close()
 
-    async def verify(self, scope: Scope, send: Send, host: str | None) -> AuthInfo | Literal[_Answered.SENT] | None:
+    async def verify(self, scope: Scope, send: Send, host: str | None) -> AuthInfo | Literal[Answered.SENT] | None:
         """The caller's identity, or :data:`ANSWERED` after answering the refusal."""
         try:
             return await authenticate(self.authenticator, scope)
@@ -240,7 +232,7 @@ class BodyLimit(Layer):
             return ANSWERED
         return msg
 
-    async def _too_large(self, send: Send) -> Literal[_Answered.SENT]:
+    async def _too_large(self, send: Send) -> Literal[Answered.SENT]:
         hit_ceiling("body_size")
         await error(send, 413, JsonRpcErrorCode.InvalidRequest, f"Payload Too Large: the limit is {self.limit} bytes.")
         return ANSWERED

@@ -32,9 +32,9 @@ class HttpTransport:
         self.doors = tuple(layer.door for layer in stack.doors)
         self.cors = stack.cors
         self.read_body = stack.body_limit.read
-        self.eras = stack.session
-        self.eras.bind(HttpContext(rt, rt.dispatcher, rt.session_mode, s.sse_keepalive_ms / 1000,
-                                   s.stream_queue_max, stack.events))
+        self.session_or_envelope = stack.session_or_envelope
+        self.session_or_envelope.bind(HttpContext(rt, rt.dispatcher, rt.session_mode, s.sse_keepalive_ms / 1000,
+                                                  s.stream_queue_max, stack.events))
 
     async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one HTTP request at the endpoint's path (the app calls this method by name:
@@ -53,11 +53,11 @@ class HttpTransport:
         if method == "POST":
             msg = await self.read_body(receive, send, headers)
             if msg is not ANSWERED:
-                await self.eras.post(receive, send, headers, msg)
+                await self.session_or_envelope.post(receive, send, headers, msg)
         elif method == "GET":
-            await self.eras.streams.get(receive, send, headers)
+            await self.session_or_envelope.streams.get(receive, send, headers)
         elif method == "DELETE":
-            await self.eras.streams.delete(send, headers)
+            await self.session_or_envelope.streams.delete(send, headers)
         elif method == "OPTIONS":
             await self.cors.preflight(headers, send)
         else:

@@ -8,10 +8,9 @@ session's POST streams are buffered, and how a handler's request reaches the cli
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 from collections.abc import Coroutine
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from ...asgi_types import Receive, Send
 from ...context import Inbound
@@ -26,8 +25,10 @@ from ..intake import notification_inbound, session_inbound
 from ..live import LiveSessions
 from .modern import ModernPost
 from .wire import (
+    ANSWERED,
     LEGACY_VERSION_BYTES,
     MODERN_VERSION_BYTES,
+    Answered,
     HttpContext,
     RequestHeaders,
     accepted,
@@ -37,17 +38,9 @@ from .wire import (
     trace,
 )
 
-__all__ = ["NO_SESSION", "SessionPost", "deliver_route"]
+__all__ = ["SessionPost", "deliver_route"]
 
 log = logging.getLogger("mcpcore.transport")
-
-class Answered(enum.Enum):
-    """What :meth:`SessionPost.lookup` returns when it already answered (missing, unknown, refused)."""
-
-    SENT = 1
-
-
-NO_SESSION: Final = Answered.SENT
 
 
 def deliver_route(live: LiveSessions, event: dict[str, Any]) -> bool:
@@ -73,19 +66,19 @@ class SessionPost:
     async def lookup(self, send: Send, sid: str | None, rid: Any,
                      headers: RequestHeaders) -> SessionRecord | Literal[Answered.SENT] | None:
         """The session a 2025-era request names, checked against the caller's identity (bound on
-        its first authenticated use); ``None`` when sessionless; :data:`NO_SESSION` when an
+        its first authenticated use); ``None`` when sessionless; :data:`ANSWERED` when an
         answer was already sent."""
         if sid is None or self.mode == "stateless":
             if sid is None and self.mode == "stateful":
                 await error(send, 400, JsonRpcErrorCode.InvalidRequest,
                             "Bad Request: Mcp-Session-Id header is required (initialize first).", rid)
-                return NO_SESSION
+                return ANSWERED
             return None
         try:
             record = await self.rt.sessions.get(sid) if is_session_id(sid) else None
         except McpError as exc:
             await json_response(send, 503, error_response(rid, exc.to_wire()))
-            return NO_SESSION
+            return ANSWERED
         auth = headers.auth
         if record is not None and (auth is not None or record.identity is not None) and \
                 (auth is not record.matched or auth is None):  # not the caller already matched
@@ -102,7 +95,7 @@ class SessionPost:
         if record is None:
             await error(send, 404, JsonRpcErrorCode.InvalidRequest,
                         "Session not found or expired; initialize a new session.", rid)
-            return NO_SESSION
+            return ANSWERED
         return record
 
     def inbound(self, msg: dict[str, Any], headers: RequestHeaders, record: SessionRecord | None) -> Inbound:
@@ -150,7 +143,7 @@ class SessionPost:
             await self._initialize(send, headers, msg, sid)
             return
         record = await self.lookup(send, sid, rid, headers)
-        if record is NO_SESSION:
+        if record is ANSWERED:
             return
         if kind == "notification":
             await self._notified(msg, headers, record)
@@ -278,7 +271,7 @@ class SessionPost:
             await error(send, 400, JsonRpcErrorCode.InvalidRequest, "An empty batch is not a valid request.")
             return
         record = await self.lookup(send, sid, None, headers)
-        if record is NO_SESSION:
+        if record is ANSWERED:
             return
         version = record.protocol_version if record is not None else (
             headers.text(b"mcp-protocol-version") or "2025-03-26").strip()

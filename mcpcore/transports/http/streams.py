@@ -25,8 +25,8 @@ from ..guard import accepts
 from ..inflight import next_unless_gone, until_disconnect
 from ..live import Live
 from ..sse import SseWriter, event
-from .sessions import NO_SESSION, SessionPost
-from .wire import HttpContext, RequestHeaders, error
+from .sessions import SessionPost
+from .wire import ANSWERED, HttpContext, RequestHeaders, error
 
 __all__ = ["STANDALONE", "Streams"]
 
@@ -56,7 +56,7 @@ class Streams:
             await error(send, 400, JsonRpcErrorCode.InvalidRequest, "Bad Request: Mcp-Session-Id header is required.")
             return None
         record = await self.sessions.lookup(send, sid, None, headers)
-        return None if record is NO_SESSION else record
+        return None if record is ANSWERED else record
 
     async def get(self, receive: Receive, send: Send, headers: RequestHeaders) -> None:
         if not accepts(headers.get(b"accept"), "text/event-stream"):

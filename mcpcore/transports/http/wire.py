@@ -3,8 +3,9 @@ constants, JSON-RPC error answers and the one table of HTTP statuses."""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ...asgi_types import Message, Receive, Scope, Send
 from ...auth import AuthError
@@ -18,8 +19,20 @@ from ...server.dispatcher import Dispatcher
 from ..buffering import EventBuffering
 from ..exchange import json_response
 
-__all__ = ["ACCEPT_BOTH", "LEGACY_VERSION_BYTES", "MODERN_VERSION_BYTES", "SUPPORTED_VERSION_BYTES", "HttpContext",
-           "RequestHeaders", "accepted", "error", "error_object", "http_status", "replay", "trace"]
+__all__ = ["ACCEPT_BOTH", "ANSWERED", "LEGACY_VERSION_BYTES", "MODERN_VERSION_BYTES", "SUPPORTED_VERSION_BYTES",
+           "Answered", "HttpContext", "RequestHeaders", "accepted", "error", "error_object", "http_status", "replay",
+           "trace"]
+
+
+class Answered(enum.Enum):
+    """The type of :data:`ANSWERED`."""
+
+    SENT = 1
+
+
+ANSWERED: Final = Answered.SENT
+"""What a step returns when it answered the request itself (refused it, found no session, or
+the client left): the door's layers and the session lookup alike."""
 
 MODERN_VERSION_BYTES = frozenset(v.encode() for v in MODERN_VERSIONS)
 LEGACY_VERSION_BYTES = frozenset(v.encode() for v in LEGACY_VERSIONS)

@@ -1,0 +1,72 @@
+"""Extensions plug into an app through one seam (``mcpcore/extensions/seam.py``): a method, a
+declaration, definitions, background work started and stopped with the app; the extension
+sees the seam, never the app."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpcore import McpApp, Settings, tool
+from mcpcore.context import Inbound
+from mcpcore.extensions import Seam
+from mcpcore.server.core import ServerCore
+from mcpcore.testing import McpTestClient
+
+from .connect import Connect
+
+pytestmark = pytest.mark.anyio
+
+
+@tool
+async def plain() -> str:
+    """A tool the extension brings."""
+    return "from the extension"
+
+
+class Echo:
+    """A toy extension: ``acme/echo`` on both eras, its declaration, a tool, a lifetime."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.seen: Any = None
+
+    def plug_into(self, seam: Seam) -> None:
+        self.seen = seam
+        seam.add(plain)
+
+        async def echo(core: ServerCore, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
+            return {"echo": params.get("text"), "pageSize": core.settings.list_page_size}
+
+        seam.add_method("acme/echo", echo)
+        seam.declare("com.acme/echo", {"version": 1})
+
+        async def start() -> None:
+            self.events.append("start")
+
+        async def close() -> None:
+            self.events.append("close")
+
+        seam.on_start(start, close)
+
+
+async def test_an_extension_serves_through_the_seam(connect: Connect) -> None:
+    app = McpApp("x", settings=Settings.from_env({}, list_page_size=7))
+    echo = app.plug(Echo())
+    assert isinstance(echo.seen, Seam) and not isinstance(echo.seen, McpApp)
+    async with connect(app) as c:
+        assert echo.events == ["start"]
+        r = await c.request("acme/echo", {"text": "hi"})
+        assert (r["echo"], r["pageSize"]) == ("hi", 7)
+        caps = c.server_capabilities
+        assert caps["extensions"]["com.acme/echo"] == {"version": 1}
+        assert [t["name"] for t in await c.list_tools()] == ["plain"]
+    assert echo.events == ["start", "close"]
+
+
+async def test_plugging_in_after_startup_is_refused() -> None:
+    app = McpApp("x", settings=Settings.from_env({}))
+    async with McpTestClient(app):
+        with pytest.raises(RuntimeError, match="before the app starts"):
+            app.plug(Echo())
