@@ -355,7 +355,7 @@ class McpApp:
             if root and path.startswith(root):
                 path = path[len(root):]
             if path == self.path or (root and path in ("", "/")):
-                await http(scope, receive, send)
+                await http.serve(scope, receive, send)
             elif self.settings.http_sse and path in ("/sse", "/messages"):
                 if self._http_sse is None:
                     self._http_sse = HttpSseTransport(self._runtime(), self.stack)

@@ -187,3 +187,19 @@ async def test_progress_without_a_token_is_a_no_op_and_signal_waits() -> None:
 def test_auth_info_sub_alias() -> None:
     a = AuthInfo(client_id="c", scopes=("s",), subject="u")
     assert a.sub == "u" and "token" not in repr(AuthInfo(client_id="c", token="secret"))
+
+
+def test_inbound_received_sets_every_slot_as_the_constructor_does() -> None:
+    from mcpcore.context import ContextServices, Inbound
+    from mcpcore.protocol.versions import Era
+
+    services = ContextServices()
+    auth = AuthInfo(client_id="c", tenant_id="t")
+    fields = ("tools/call", 7, Era.MODERN, services, auth, "t")
+    built = Inbound(*fields, protocol_version="2026-07-28", client_capabilities={"roots": {}},
+                    client_info={"name": "x"}, client_log_level=3, meta={"k": 1})
+    received = Inbound.received(*fields, "2026-07-28", {"roots": {}}, {"name": "x"}, 3, {"k": 1})
+    for name in Inbound.__slots__:
+        if name != "started":  # the time each was made
+            assert getattr(received, name) == getattr(built, name), name
+    assert abs(received.started - built.started) < 5

@@ -78,6 +78,8 @@ class ContextServices:
 
 
 _DEFAULT_SERVICES = ContextServices()
+_new = object.__new__
+_time = time.time
 _NULL_OUTBOUND: Outbound = DiscardOutbound()
 
 
@@ -196,6 +198,47 @@ class Inbound:
         self.task = None
         self.asked = None
         self._request_id = None
+
+    @staticmethod
+    def received(method: str, jsonrpc_id: str | int | None, era: Era, services: ContextServices,
+                 auth: AuthInfo | None, tenant_id: str | None, protocol_version: str,
+                 client_capabilities: dict[str, Any] | None, client_info: dict[str, Any] | None,
+                 client_log_level: int | None, meta: dict[str, Any] | None) -> Inbound:
+        """A transport's Inbound of one received request: what :meth:`__init__` builds from the
+        same fields (the rest at their defaults, the transport ``"http"``), with every slot set
+        in this one frame. A transport builds one per request; the constructor's call through
+        ``type.__call__`` and its keyword defaults cost about a sixth more."""
+        req = _new(Inbound)
+        req.method = method
+        req.jsonrpc_id = jsonrpc_id
+        req.era = era
+        req.services = services
+        req.auth = auth
+        req.tenant_id = tenant_id
+        req.protocol_version = protocol_version
+        req.outbound = _NULL_OUTBOUND
+        req.session = None
+        req.session_id = None
+        req.client_capabilities = client_capabilities
+        req.client_info = client_info
+        req.client_log_level = client_log_level
+        req.progress_token = None
+        req.meta = meta
+        req.input_responses = None
+        req.request_state = None
+        req.trace_headers = None
+        req.transport = "http"
+        req._signal = None
+        req.trace_id = None
+        req.span_id = None
+        req.check_sizes = False
+        req.values = None
+        req.asgi_scope = None
+        req.started = _time()
+        req.task = None
+        req.asked = None
+        req._request_id = None
+        return req
 
     def for_task(self) -> Inbound:
         """A copy of this call's request for a task it starts: the same caller, client, round

@@ -67,9 +67,31 @@ def _same(header: str, body: Any) -> bool:
     return type(body) is str and header == body
 
 
-_NAME_FIELD = {m.name: m.names_by for m in METHODS if m.mirrored}
-# The header bytes of the versions and method names a matching request carries verbatim.
-_ASCII = {v: v.encode() for v in (*MODERN_VERSIONS, *(m.name for m in METHODS))}
+_METHOD_ROW = {m.name: (m.name.encode(), m.names_by if m.mirrored else None) for m in METHODS}
+"""Per method: the bytes of the ``Mcp-Method`` header naming it verbatim, and the params field
+its ``Mcp-Name`` mirrors (``None``: it has no ``Mcp-Name``); one lookup for both."""
+_NO_ROW: tuple[bytes | None, str | None] = (None, None)
+# The header bytes of the versions a matching request carries verbatim.
+_ASCII = {v: v.encode() for v in MODERN_VERSIONS}
+
+
+_VERBATIM: dict[str, bytes] = {}
+"""Names seen in ``Mcp-Name`` verbatim (their latin-1 bytes, not an encoded form): a header that
+is these bytes matches its body without decoding."""
+
+
+def _check_name(raw: bytes, body_name: Any) -> None:
+    hn = raw.decode("latin-1")
+    if hn != body_name or hn.startswith("=?"):
+        try:
+            decoded = decode_header_value(hn.strip())
+        except ValueError:
+            raise _mismatch("Mcp-Name header value is not a valid encoding") from None
+        if decoded != body_name:
+            raise _mismatch(f"Mcp-Name header value '{quoted(decoded)}' does not match body value "
+                           f"'{quoted(body_name)}'")
+    elif len(_VERBATIM) < 1024:  # names are client-chosen: keep the memo bounded
+        _VERBATIM[hn] = raw
 
 
 def check_headers(headers: Mapping[bytes, bytes], msg: Mapping[str, Any], version: str,
@@ -85,29 +107,23 @@ def check_headers(headers: Mapping[bytes, bytes], msg: Mapping[str, Any], versio
             raise _mismatch(f"MCP-Protocol-Version header value '{quoted(pv)}' does not match body value "
                                f"'{quoted(version)}'")
     method = msg["method"]
+    row = _METHOD_ROW.get(method, _NO_ROW)
     raw = headers.get(b"mcp-method")
     if raw is None:
         raise _mismatch("missing Mcp-Method header")
-    if raw != _ASCII.get(method):
+    if raw != row[0]:
         hm = raw.decode("latin-1").strip()
         if hm != method:
             raise _mismatch(f"Mcp-Method header value '{quoted(hm)}' does not match body value '{quoted(method)}'")
     params = msg.get("params") or {}
-    name_field = _NAME_FIELD.get(method)
+    name_field = row[1]
     if name_field is not None:
         raw = headers.get(b"mcp-name")
         if raw is None:
             raise _mismatch("missing Mcp-Name header")
-        hn = raw.decode("latin-1")
         body_name = params.get(name_field)
-        if hn != body_name or hn.startswith("=?"):
-            try:
-                decoded = decode_header_value(hn.strip())
-            except ValueError:
-                raise _mismatch("Mcp-Name header value is not a valid encoding") from None
-            if decoded != body_name:
-                raise _mismatch(f"Mcp-Name header value '{quoted(decoded)}' does not match body value "
-                               f"'{quoted(body_name)}'")
+        if type(body_name) is not str or raw != _VERBATIM.get(body_name):
+            _check_name(raw, body_name)
     if header_params:
         raw_args = params.get("arguments")
         args: Mapping[str, Any] = raw_args if isinstance(raw_args, dict) else {}

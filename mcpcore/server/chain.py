@@ -17,23 +17,18 @@ __all__ = ["Layers", "Step"]
 Step = Callable[[Call], Awaitable[Any]]
 
 
-class _Link:
-    """One hook bound to the rest of its chain (what the hook receives as ``call_next``)."""
-
-    __slots__ = ("hook", "rest")
-
-    def __init__(self, hook: Callable[[Call, CallNext], Awaitable[Any]], rest: Step) -> None:
-        self.hook = hook
-        self.rest = rest
-
-    def __call__(self, call: Call) -> Awaitable[Any]:
-        return self.hook(call, self.rest)
-
-
 def _link(hooks: Sequence[Callable[[Call, CallNext], Awaitable[Any]]], inner: Step) -> Step:
     step = inner
     for hook in reversed(hooks):
-        step = _Link(hook, step)
+        step = _bound(hook, step)
+    return step
+
+
+def _bound(hook: Callable[[Call, CallNext], Awaitable[Any]], rest: Step) -> Step:
+    """``hook`` bound to the rest of its chain (what it receives as ``call_next``): a closure,
+    which a call reaches without the ``__call__`` lookup an object would cost."""
+    def step(call: Call) -> Awaitable[Any]:
+        return hook(call, rest)
     return step
 
 

@@ -167,8 +167,8 @@ class HttpExchange:
     Built for every request, so it holds only references: the queues and, on a session, the
     stream's sink are made when the handler first posts (a JSON answer never needs them)."""
 
-    __slots__ = ("_keepalive_s", "_link", "_pumping", "_queue", "_record", "_send", "_writeq", "_writing",
-                 "finished", "max_queued", "sink", "slow", "writer")
+    __slots__ = ("_keepalive_s", "_link", "_queue", "_record", "_send", "_writeq", "_writing", "finished",
+                 "max_queued", "pumping", "sink", "slow", "writer")
 
     def __init__(self, send: Send, keepalive_s: float, record: SessionRecord | None = None,
                  link: SessionLink | None = None, max_queued: int = 1000) -> None:
@@ -178,7 +178,8 @@ class HttpExchange:
         self._link = link
         self._queue: deque[bytes] | None = None
         self._writeq: deque[bytes] | None = None
-        self._pumping: asyncio.Task[None] | None = None
+        self.pumping: asyncio.Task[None] | None = None
+        """The task turning posted messages into events (``None``: nothing posted is pending)."""
         self._writing: asyncio.Task[None] | None = None
         self.writer: SseWriter | None = None
         self.finished = False
@@ -197,8 +198,8 @@ class HttpExchange:
         if q is None:
             q = self._queue = deque()
         q.append(_json.dumps(message))
-        if self._pumping is None:
-            self._pumping = asyncio.get_running_loop().create_task(self._pump())
+        if self.pumping is None:
+            self.pumping = asyncio.get_running_loop().create_task(self._pump())
 
     async def _open(self) -> None:
         """Start SSE: the writer, and on a resumable stream the priming event."""
@@ -224,7 +225,7 @@ class HttpExchange:
                 else:
                     self._enqueue(sink.event_nowait(data) if sink.sync else await sink.event(data))
         finally:
-            self._pumping = None
+            self.pumping = None
 
     def _enqueue(self, chunk: bytes) -> None:
         if self.slow:
@@ -256,8 +257,8 @@ class HttpExchange:
 
     async def drain(self) -> None:
         """Wait until everything posted so far is stored and written."""
-        while self._pumping is not None or self._writing is not None:
-            task = self._pumping or self._writing
+        while self.pumping is not None or self._writing is not None:
+            task = self.pumping or self._writing
             assert task is not None
             await asyncio.shield(task)
 
@@ -269,11 +270,22 @@ class HttpExchange:
                            "This request has no session, so the server cannot send requests to the client.")
         return await self._link.ask_client(self._record.id, self, method, params)
 
+    def plain_answer(self, body: bytes) -> dict[str, Any] | None:
+        """The ``http.response.start`` of ``body`` as a 200 JSON answer, when nothing was
+        streamed or posted (the exchange is then finished: send it, then ``body``); ``None``
+        otherwise (:meth:`finish` answers). A transport's common answer, without the coroutine
+        :meth:`finish` costs."""
+        if self.writer is not None or self.pumping is not None:
+            return None
+        self.finished = True
+        return {"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]}
+
     async def finish(self, body: bytes | None, status: int = 200,
                      extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
         """Send the final message (``None``: end the stream without one)."""
-        while self._pumping is not None:
-            await asyncio.shield(self._pumping)
+        while self.pumping is not None:
+            await asyncio.shield(self.pumping)
         self.finished = True
         if self.writer is None:
             if body is None:

@@ -44,6 +44,9 @@ def _hostname(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
+_UNSEEN = object()
+
+
 class OriginGuard:
     """Refuses requests whose ``Origin`` is not allowed, and (for a server bound to loopback, or
     when ``MCP_ALLOWED_HOSTS`` is set) whose ``Host`` is not allowed.
@@ -65,8 +68,9 @@ class OriginGuard:
         server = scope.get("server")
         key = (server[0] if server else None, host, origin)
         cache = self._cache
-        if key in cache:
-            return cache[key]
+        reason = cache.get(key, _UNSEEN)
+        if reason is not _UNSEEN:
+            return reason  # type: ignore[return-value]
         reason = self._check(scope, _str(host), _str(origin))
         if len(cache) > 1024:
             cache.clear()

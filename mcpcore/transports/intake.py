@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..context import AuthInfo, ContextServices, Inbound
+from ..context.inbound import new_request_token
 from ..errors import JsonRpcErrorCode, McpError
 from ..logs import LEVELS
 from ..protocol.envelope import MODERN, invalid_log_level, missing_meta, unsupported_version
@@ -56,35 +57,37 @@ def modern_inbound(msg: dict[str, Any], services: ContextServices, auth: AuthInf
     """A 2026-07-28 request's Inbound, from its envelope; :class:`Refused` when the envelope is
     missing or malformed (``-32602``) or names an unknown revision (``-32022``)."""
     params = msg.get("params") or {}
-    req = Inbound(msg["method"], msg["id"], ERA_MODERN, services, auth, tenant_id)
-    if transport != "http":
-        req.transport = transport
     meta = params.get("_meta")
     if type(meta) is not dict:
-        return Refused(missing_meta(META_PROTOCOL_VERSION), req.request_id)
+        return _refused(msg, missing_meta(META_PROTOCOL_VERSION))
     version = meta.get(META_PROTOCOL_VERSION)
     if type(version) is not str:
-        return Refused(missing_meta(META_PROTOCOL_VERSION), req.request_id)
+        return _refused(msg, missing_meta(META_PROTOCOL_VERSION))
     if version not in MODERN:
-        return Refused(unsupported_version(version), req.request_id)
+        return _refused(msg, unsupported_version(version))
     caps = meta.get(META_CLIENT_CAPABILITIES)
     if type(caps) is not dict:
-        return Refused(missing_meta(META_CLIENT_CAPABILITIES), req.request_id)
+        return _refused(msg, missing_meta(META_CLIENT_CAPABILITIES))
     info = meta.get(META_CLIENT_INFO)
     if info is not None and type(info) is not dict:
-        return Refused(McpError(JsonRpcErrorCode.InvalidParams, f"{META_CLIENT_INFO} must be an object."),
-                       req.request_id)
+        return _refused(msg, McpError(JsonRpcErrorCode.InvalidParams, f"{META_CLIENT_INFO} must be an object."))
+    req = Inbound.received(msg["method"], msg["id"], ERA_MODERN, services, auth, tenant_id, version, caps, info,
+                           None, meta)
+    if transport != "http":
+        req.transport = transport
     if len(meta) > 2:  # beyond the version and the capabilities: a log level, a progress token
         refused = _optional_meta(meta, req)
         if refused is not None:
             return refused
-    req.protocol_version = version
-    req.client_capabilities = caps
-    req.client_info = info
-    req.meta = meta
     if "inputResponses" in params or "requestState" in params:
         _shared(req, params)
     return req
+
+
+def _refused(msg: dict[str, Any], error: McpError) -> Refused:
+    """The envelope's ``error``, quoting the id a request's Inbound would give it."""
+    rid = msg["id"]
+    return Refused(error, rid if type(rid) is str else new_request_token())
 
 
 def _optional_meta(meta: dict[str, Any], req: Inbound) -> Refused | None:
@@ -107,20 +110,18 @@ def session_inbound(msg: dict[str, Any], services: ContextServices, auth: AuthIn
                     transport: str = "http") -> Inbound:
     """A 2025-era request's Inbound: what its session recorded at ``initialize`` or, with no
     session, the revision it names (``version``) and the id it is given (``session_id``)."""
-    req = Inbound(msg["method"], msg["id"], ERA_LEGACY, services, auth, tenant_id)
-    if transport != "http":
-        req.transport = transport
     if record is not None:
+        req = Inbound.received(msg["method"], msg["id"], ERA_LEGACY, services, auth, tenant_id,
+                               record.protocol_version, record.client_capabilities, record.client_info,
+                               LEVELS[record.log_level] if record.log_level else 0, None)
         req.session = record
         req.session_id = record.id if transport == "http" else None
-        req.protocol_version = record.protocol_version
-        req.client_capabilities = record.client_capabilities
-        req.client_info = record.client_info
-        req.client_log_level = LEVELS[record.log_level] if record.log_level else 0
     else:
+        req = Inbound.received(msg["method"], msg["id"], ERA_LEGACY, services, auth, tenant_id,
+                               version or DEFAULT_LEGACY_VERSION, None, None, 0, None)
         req.session_id = session_id
-        req.protocol_version = version or DEFAULT_LEGACY_VERSION
-        req.client_log_level = 0
+    if transport != "http":
+        req.transport = transport
     params = msg.get("params")
     if params:
         meta = params.get("_meta")

@@ -36,7 +36,9 @@ class HttpTransport:
         self.session_or_envelope.bind(HttpContext(rt, rt.dispatcher, rt.session_mode, s.sse_keepalive_ms / 1000,
                                                   s.stream_queue_max, stack.events))
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one HTTP request at the endpoint's path (the app calls this method by name:
+        calling the instance would look ``__call__`` up on every request)."""
         headers = RequestHeaders(scope["headers"])
         headers.scope = scope
         headers.auth = None
@@ -61,3 +63,5 @@ class HttpTransport:
         else:
             await error(send, 405, JsonRpcErrorCode.InvalidRequest, "Method not allowed.",
                         headers=[(b"allow", b"GET, POST, DELETE")])
+
+    __call__ = serve

@@ -65,6 +65,7 @@ class SessionOrEnvelope(Layer):
             if type(meta) is dict and META_PROTOCOL_VERSION in meta and (
                     b"mcp-session-id" not in headers or names_modern_era(meta[META_PROTOCOL_VERSION])) and (
                     msg["method"] != "initialize" or not is_handshake(msg)):
-                return self.modern(receive, send, headers, msg)
+                return self.modern.serve(receive, send, headers, msg)
         sid = headers.get(b"mcp-session-id")
-        return self.sessions(receive, send, headers, msg, kind, sid.decode("latin-1") if sid is not None else None)
+        return self.sessions.serve(receive, send, headers, msg, kind,
+                                   sid.decode("latin-1") if sid is not None else None)

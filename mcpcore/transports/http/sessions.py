@@ -123,15 +123,16 @@ class SessionPost:
 
     # -- one message ----------------------------------------------------------------------------
 
-    async def __call__(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any], kind: str,
-                       sid: str | None) -> None:
+    async def serve(self, receive: Receive, send: Send, headers: RequestHeaders, msg: dict[str, Any], kind: str,
+                    sid: str | None) -> None:
+        """Serve one 2025-era message of ``kind`` on the session ``sid`` names."""
         rid = msg.get("id") if kind == "request" else None
         raw_pv = headers.get(b"mcp-protocol-version")
         if raw_pv is not None and raw_pv not in LEGACY_VERSION_BYTES:
             if kind == "request" and raw_pv.strip() in MODERN_VERSION_BYTES and not is_handshake(msg):
                 # 2026-07-28 named by the header without its _meta envelope (which the era layer
                 # checked): the envelope's to answer (-32602), whatever Mcp-Session-Id says
-                await self.modern(receive, send, headers, msg)
+                await self.modern.serve(receive, send, headers, msg)
                 return
             if not headers.version_ok():
                 await error(send, 400, JsonRpcErrorCode.InvalidRequest,
@@ -192,7 +193,12 @@ class SessionPost:
             body = await self._rest(coro, step, msg, req, record)
             waited = True
         if type(body) is bytes:
-            await exchange.finish(body)
+            start = exchange.plain_answer(body)
+            if start is None:
+                await exchange.finish(body)
+            else:
+                await send(start)
+                await send({"type": "http.response.body", "body": body})
         else:
             status, extra = http_status(body, req.era)
             await exchange.finish(body, status, extra)
