@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,14 +32,14 @@ from .server.notify import AppNotifier, Notifier
 from .server.registry import Registry, decorate_inline
 from .serving import apply_http_limits, check_shared_store, connection_close, lifespan_protocol, serve
 from .sessions.base import SessionStore
-from .side_routes import SideParts, SideRoutes
+from .side_routes import SideRoutes
 from .stack import AppState, Stack, authenticator_for, delegation_for, open_delegation, open_layers, setup_context
 from .storage.base import StorageProvider
 from .tasks import Tasks
 from .transports.http import HttpTransport, deliver_route
 from .transports.http_sse import HttpSseTransport
 from .transports.live import LiveSessions
-from .wiring import Stores, uses_request_input
+from .wiring import Readiness, Stores, uses_request_input
 
 __all__ = ["McpApp"]
 
@@ -152,7 +153,9 @@ class McpApp:
                                      sealer=RequestStateSealer.from_setting(self.settings.request_state_key),
                                      extensions=check_extensions(extensions), telemetry=self.telemetry)
         self._started = self._draining = False
-        self.seam = Seam(self.dispatcher, self.services)  # what extensions plug into (plug())
+        self.readiness = Readiness(self.stores, self.services)
+        """``await app.readiness()``: ``(ready, {part: "ok" | reason})``, what ``/readyz`` answers."""
+        self.seam = Seam(self.dispatcher, self.services, self.readiness)  # what extensions plug into (plug())
         self.skills: Any = None if skills is None else self.plug(as_skills(skills))
         self.tasks = self.plug(Tasks(self.stores.tasks)).service
         self.metrics = AppMetrics(s, self.telemetry, self.dispatcher, self.notifier, self.stores, self.tasks) \
@@ -163,8 +166,13 @@ class McpApp:
         """The app's layers (:mod:`mcpcore.stack`); ``app.layers`` lists them."""
         self.middleware: list[Middleware] = self.stack.middleware
         self.dispatcher.use(self.middleware)
-        self._side = SideRoutes(SideParts(s, self.path, self.authenticator, self.registry, self.dispatcher,
-                                          self.server_info, instructions, landing, self.metrics, self.readiness))
+        self._side = self.plug(SideRoutes(self.path, self.authenticator, landing, self.metrics))
+        # what the transports serve with, built once: HTTP and HTTP+SSE take this one, stdio Runtime.stdio();
+        # startup() for HTTP sets the resolved session mode (resolving fails at serve, not here)
+        self._runtime = Runtime(dispatcher=self.dispatcher, services=self.services, bus=self.bus,
+                                sessions=self.sessions, live=self.live, session_mode="stateful",
+                                shared=self.stores.shared, auth=self.authenticator, stream_slots=self.stream_slots,
+                                expose_stateless_session_id=self.expose_stateless_session_id)
         self._http: HttpTransport | None = None
         self._http_sse: HttpSseTransport | None = None
         self._start_lock: asyncio.Lock | None = None
@@ -259,7 +267,7 @@ class McpApp:
             return
         ensure_logging(self.settings.log_level)  # plain uvicorn: JSON lines unless logging is set up
         if transport == "http":
-            self.services.session_mode = self.session_mode
+            self.services.session_mode = self._runtime.session_mode = self.session_mode
             check_shared_store(self.settings)
         if self.dispatcher.sealer is None and uses_request_input(self.registry):
             log.warning("MCP_REQUEST_STATE_KEY is unset: request state that definitions hand to ctx.request_input "
@@ -269,7 +277,8 @@ class McpApp:
         try:
             await open_layers(exit_stack, self.stack.framework, self.settings, self.redis)
             await open_delegation(exit_stack, self.delegation, self.redis)
-            await self.stores.open(exit_stack, self._on_route, self.seam.starts, self.settings)
+            await self.stores.open(exit_stack, functools.partial(_on_route, self.live), self.seam.starts,
+                                   self.settings)
             if self.metrics is not None:
                 await self.metrics.open(exit_stack)
             self.dispatcher.closing.reset()
@@ -282,17 +291,9 @@ class McpApp:
             await exit_stack.aclose()
             raise
         self._exit = exit_stack
-        self._started = True
+        self._started = self.readiness.started = True
         log.info("mcpcore %s serving %s %s", __version__, self.server_info["name"], self.server_info["version"],
                  extra={"fields": {"tools": len(self.registry.tools), "sessionMode": self._mode}})
-
-    def _on_route(self, event: dict[str, Any]) -> None:
-        deliver_route(self.live, event) if event.get("kind") == "route" else None
-
-    async def readiness(self) -> tuple[bool, dict[str, str]]:
-        """Whether every store this app needs answers: ``(ready, {part: "ok" | reason})``."""
-        state = self.services.state
-        return await self.stores.readiness(state.provider.ping if state is not None else None, self._started)
 
     def begin_drain(self) -> None:
         """End long-lived streams now (listen streams answer, GET streams close); requests in flight finish."""
@@ -308,7 +309,7 @@ class McpApp:
         """End streams, cancel in-flight work, close what startup opened."""
         if not self._started:
             return
-        self._started = False
+        self._started = self.readiness.started = False
         self.dispatcher.closing.set()
         self.live.close_all()
         await asyncio.sleep(0)
@@ -349,7 +350,7 @@ class McpApp:
             if http is None:  # the first request: the lifespan may not have run (--lifespan off, a host app)
                 if not self._server_checked:
                     apply_http_limits(receive, at_startup=False)
-                http = self._http = HttpTransport(self._runtime(), self.stack)
+                http = self._http = HttpTransport(self._runtime, self.stack)
             path = scope["path"]
             root = scope.get("root_path", "")
             if root and path.startswith(root):
@@ -358,7 +359,7 @@ class McpApp:
                 await http.serve(scope, receive, send)
             elif self.settings.http_sse and path in ("/sse", "/messages"):
                 if self._http_sse is None:
-                    self._http_sse = HttpSseTransport(self._runtime(), self.stack)
+                    self._http_sse = HttpSseTransport(self._runtime, self.stack)
                 await self._http_sse(scope, receive, send, path)
             else:
                 await self._side(scope, send, path, root, receive)
@@ -373,14 +374,6 @@ class McpApp:
         (:class:`~mcpcore.side_routes.SideRoutes`); ``mounted``: as served under a prefix."""
         return self._side.routes(mounted=mounted)
 
-    def _runtime(self, stdio: bool = False) -> Runtime:
-        http = not stdio  # stdio: the process's one stateful session, no door, no event buffer
-        return Runtime(dispatcher=self.dispatcher, services=self.services, bus=self.bus, sessions=self.sessions,
-                       live=self.live, session_mode=self.session_mode if http else "stateful",
-                       shared=http and self.stores.shared,
-                       auth=self.authenticator if http else None, stream_slots=self.stream_slots if http else None,
-                       expose_stateless_session_id=http and self.expose_stateless_session_id)
-
     # -- running --------------------------------------------------------------------------------
 
     async def serve_stdio(self, stdin: Any = None, stdout: Any = None) -> None:
@@ -389,7 +382,7 @@ class McpApp:
 
         await self.startup(transport="stdio")
         try:
-            await StdioTransport(self._runtime(stdio=True)).serve(stdin, stdout)
+            await StdioTransport(self._runtime.stdio()).serve(stdin, stdout)
         finally:
             await self.shutdown()
 
@@ -397,3 +390,9 @@ class McpApp:
         """Serve until interrupted: HTTP with uvicorn, or stdio."""
         serve(self, transport or self.settings.transport, host=host or self.settings.http_host,
               port=port if port is not None else self.settings.http_port)
+
+
+def _on_route(live: LiveSessions, event: dict[str, Any]) -> None:
+    """A bus event: a client's answer or cancellation for a handler that may wait in this process."""
+    if event.get("kind") == "route":
+        deliver_route(live, event)

@@ -20,7 +20,7 @@ from .protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 if TYPE_CHECKING:
     from .auth.base import Authenticator
     from .config import Settings
-    from .server.dispatcher import Dispatcher
+    from .server.core import ServerCore
     from .server.registry import Registry
 
 __all__ = ["Described", "landing_page", "server_card"]
@@ -42,7 +42,7 @@ class Described(Protocol):
     def registry(self) -> Registry: ...
 
     @property
-    def dispatcher(self) -> Dispatcher: ...
+    def core(self) -> ServerCore: ...
 
     @property
     def server_info(self) -> dict[str, Any]: ...
@@ -82,7 +82,7 @@ def server_card(app: Described, base: str) -> dict[str, Any]:
         "version": app.server_info["version"],
         "protocolVersions": list(MODERN_VERSIONS) + list(reversed(LEGACY_VERSIONS)),
         "transports": [{"type": "streamable-http", "url": _endpoint_url(app, base)}],
-        "capabilities": app.dispatcher.capabilities(),
+        "capabilities": app.core.capabilities(),
         "authentication": {"required": app.authenticator is not None,
                            "schemes": ["bearer"] if app.authenticator is not None else []},
         "framework": {"name": "mcpcore", "version": __version__},

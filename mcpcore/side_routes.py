@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _json
@@ -21,58 +20,73 @@ from .transports.guard import OriginGuard, valid_host
 if TYPE_CHECKING:
     from .auth.base import Authenticator
     from .config import Settings
+    from .extensions.seam import Seam
     from .observability import AppMetrics
-    from .server.dispatcher import Dispatcher
+    from .server.core import ServerCore
     from .server.registry import Registry
 
-__all__ = ["SideParts", "SideRoutes", "plain_json"]
-
-
-@dataclass(frozen=True, slots=True)
-class SideParts:
-    """What the side routes read of an app (:class:`~mcpcore.McpApp` builds it): the landing
-    page's and the server card's parts (:class:`~mcpcore.landing.Described`), whether to serve
-    them, the metrics and the readiness check."""
-
-    settings: Settings
-    path: str
-    authenticator: Authenticator | None
-    registry: Registry
-    dispatcher: Dispatcher
-    server_info: dict[str, Any]
-    instructions: str | None
-    landing: bool | None
-    metrics: AppMetrics | None
-    readiness: Callable[[], Awaitable[tuple[bool, dict[str, str]]]]
+__all__ = ["SideRoutes", "plain_json"]
 
 
 log = logging.getLogger("mcpcore.app")
 
 
 class SideRoutes:
-    """Serves an app's side routes (see :meth:`routes`)."""
+    """Serves an app's side routes (see :meth:`routes`); an extension
+    (:class:`~mcpcore.extensions.seam.Extension`): the app plugs it in, and it takes the settings,
+    the server core and the readiness check from the seam. ``path``: the MCP endpoint's;
+    ``authenticator``: the app's door (``None``: no auth); ``landing``: serve the landing page and
+    the server card (``None``: unless mounted); ``metrics``: the Prometheus metrics, if enabled.
+    It is also what the landing page and the server card describe (:class:`~mcpcore.landing.Described`)."""
 
-    def __init__(self, app: SideParts) -> None:
-        self.app = app
-        s = app.settings
+    settings: Settings
+    core: ServerCore
+    readiness: Callable[[], Awaitable[tuple[bool, dict[str, str]]]]
+
+    def __init__(self, path: str, authenticator: Authenticator | None, landing: bool | None,
+                 metrics: AppMetrics | None) -> None:
+        self.path = path
+        self.authenticator = authenticator
+        self.landing = landing
+        self.metrics = metrics
+        self.proxy: Any = _proxy_of(authenticator)
+
+    def plug_into(self, seam: Seam) -> None:
+        """Take what the routes read from ``seam`` (runs once, while the app is built)."""
+        self.settings = s = seam.settings
+        self.core = seam.core
+        self.readiness = seam.readiness
         self.guard = OriginGuard((*s.allowed_origins, *s.cors_allowed_origins), s.allowed_hosts)
         self.cors = Cors(s.cors_allowed_origins)
-        self.proxy: Any = _proxy_of(app.authenticator)
+
+    @property
+    def registry(self) -> Registry:
+        """The app's definitions."""
+        return self.core.registry
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """The app's identity (``serverInfo``)."""
+        return self.core.server_info
+
+    @property
+    def instructions(self) -> str | None:
+        """The app's guidance to clients."""
+        return self.core.instructions
 
     def routes(self, *, mounted: bool = False) -> dict[str, str]:
         """The paths served, each with why it is public: none of them reads a token, so none
         reveals more than an unauthenticated caller may know. ``mounted``: as served under a
         host app's prefix."""
-        app = self.app
         routes = {"/healthz": "liveness probe", "/readyz": "readiness probe (part names and states only)"}
-        if app.authenticator is not None:
-            for path in metadata_routes(app.settings, app.path):
+        if self.authenticator is not None:
+            for path in metadata_routes(self.settings, self.path):
                 routes[path] = "RFC 9728 protected-resource metadata (clients read it before they have a token)"
         for path in sorted(self.proxy.paths if self.proxy is not None else ()):
             routes[path] = "the OAuth authorization server (MCP_AUTH_MODE=proxy: metadata, sign-in, tokens)"
-        if app.metrics is not None:
-            routes[app.metrics.path] = "Prometheus metrics (MCP_METRICS_ENABLED; counts and names, no payloads)"
-        if app.landing if app.landing is not None else not mounted:
+        if self.metrics is not None:
+            routes[self.metrics.path] = "Prometheus metrics (MCP_METRICS_ENABLED; counts and names, no payloads)"
+        if self.landing if self.landing is not None else not mounted:
             routes["/"] = "landing page (with auth on: no definitions listed)"
             routes["/.well-known/mcp.json"] = "server card (with auth on: no definitions listed)"
         return routes
@@ -83,7 +97,7 @@ class SideRoutes:
         if self.proxy is not None and path in self.proxy.paths:
             methods: bytes | None = self.proxy.cors_methods(path)
             return methods
-        if self.app.authenticator is not None and path in metadata_routes(self.app.settings, self.app.path):
+        if self.authenticator is not None and path in metadata_routes(self.settings, self.path):
             return b"GET, HEAD, OPTIONS"
         return None
 
@@ -106,7 +120,7 @@ class SideRoutes:
             if reason is not None:
                 await plain_json(send, 403, {"error": f"forbidden: {reason}"})
                 return
-            info = self.app.server_info
+            info = self.server_info
             await self.proxy.serve(scope, receive, send, path, self._scopes(), info.get("title") or info["name"])
             return
         if path not in self.routes(mounted=bool(root)):
@@ -131,13 +145,13 @@ class SideRoutes:
         if path == "/healthz":
             await plain_json(send, 200, {"status": "ok"})
         elif path == "/readyz":
-            ready, checks = await self.app.readiness()
+            ready, checks = await self.readiness()
             await plain_json(send, 200 if ready else 503, {"status": "ready" if ready else "unavailable",
                                                            "checks": checks})
         elif path in ("/", "/.well-known/mcp.json"):
             await self._describe(scope, send, path)
-        elif self.app.metrics is not None and path == self.app.metrics.path:
-            await self.app.metrics.answer(send)
+        elif self.metrics is not None and path == self.metrics.path:
+            await self.metrics.answer(send)
         else:
             await self._protected_resource_metadata(scope, send)
 
@@ -146,20 +160,19 @@ class SideRoutes:
 
         base = _base(scope)
         if path == "/":
-            body = landing_page(self.app, base).encode()
+            body = landing_page(self, base).encode()
             h = [(b"content-type", b"text/html; charset=utf-8"),
                  (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'"),
                  (b"x-content-type-options", b"nosniff")]
         else:
-            body = _json.dumps(server_card(self.app, base))
+            body = _json.dumps(server_card(self, base))
             h = [(b"content-type", b"application/json"), (b"cache-control", b"public, max-age=300")]
         await send({"type": "http.response.start", "status": 200,
                     "headers": [*h, (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
 
     async def _protected_resource_metadata(self, scope: Scope, send: Send) -> None:
-        app = self.app
-        doc = protected_resource_metadata(app.settings, _base(scope), self._scopes(), endpoint_path=app.path)
+        doc = protected_resource_metadata(self.settings, _base(scope), self._scopes(), endpoint_path=self.path)
         if self.proxy is not None:  # this app is its own authorization server
             doc["resource"] = self.proxy.resource
             doc["authorization_servers"] = [self.proxy.issuer]
@@ -171,7 +184,7 @@ class SideRoutes:
 
 
     def _scopes(self) -> list[str]:
-        r = self.app.registry
+        r = self.registry
         defs: list[Any] = [*r.tools.values(), *r.resources.values(), *r.templates]
         return sorted({s for d in defs for s in d.auth})
 

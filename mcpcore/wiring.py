@@ -32,9 +32,10 @@ from .transports.live import LiveSessions
 
 if TYPE_CHECKING:
     from .bus.redis import RedisBus
+    from .context import ContextServices
     from .sessions.redis import RedisSessionStore
 
-__all__ = ["Stores", "uses_request_input"]
+__all__ = ["Readiness", "Stores", "uses_request_input"]
 
 log = logging.getLogger("mcpcore.app")
 
@@ -220,3 +221,20 @@ def uses_request_input(registry: Registry) -> bool:
         if code is not None and not _ASKING.isdisjoint(_code_names(code)):
             return True
     return False
+
+
+class Readiness:
+    """``/readyz``'s check of one app: ``await readiness()`` is ``(ready, {part: "ok" | reason})``,
+    whether every store it needs answers (``ctx.state``'s provider too, once open) and it has started."""
+
+    __slots__ = ("services", "started", "stores")
+
+    def __init__(self, stores: Stores, services: ContextServices) -> None:
+        self.stores = stores
+        self.services = services
+        self.started = False
+        """Set by the app once its startup is done, cleared at shutdown."""
+
+    async def __call__(self) -> tuple[bool, dict[str, str]]:
+        state = self.services.state
+        return await self.stores.readiness(state.provider.ping if state is not None else None, self.started)

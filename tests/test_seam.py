@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from mcpcore import McpApp, Settings, tool
@@ -70,3 +71,36 @@ async def test_plugging_in_after_startup_is_refused() -> None:
     async with McpTestClient(app):
         with pytest.raises(RuntimeError, match="before the app starts"):
             app.plug(Echo())
+
+
+async def test_an_extension_reads_the_apps_readiness_from_the_seam() -> None:
+    app = McpApp("x", settings=Settings.from_env({}))
+    echo = app.plug(Echo())
+    ready, checks = await echo.seen.readiness()
+    assert not ready and checks["app"] == "not started"
+    async with McpTestClient(app):
+        ready, checks = await echo.seen.readiness()
+        assert ready and "app" not in checks and set(checks.values()) <= {"ok"}
+
+
+def test_the_side_routes_plug_in_and_hold_only_what_they_use() -> None:
+    app = McpApp("x", settings=Settings.from_env({}))
+    side = app._side
+    assert side.readiness is app.seam.readiness and side.core is app.seam.core
+    for held in vars(side).values():
+        assert held is not app and getattr(held, "__self__", None) is not app
+
+
+async def test_the_transports_share_the_apps_one_runtime_and_stdio_a_copy_of_it() -> None:
+    app = McpApp("x", settings=Settings.from_env({}, http_sse=True))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as h:
+        await h.get("/mcp")
+        await h.post("/messages")
+    try:
+        assert app._http is not None and app._http_sse is not None
+        assert app._http.rt is app._runtime and app._http_sse.rt is app._runtime
+        stdio = app._runtime.stdio()
+        assert (stdio.dispatcher, stdio.sessions, stdio.live) == (app.dispatcher, app.sessions, app.live)
+        assert (stdio.session_mode, stdio.auth, stdio.shared, stdio.stream_slots) == ("stateful", None, False, None)
+    finally:
+        await app.shutdown()

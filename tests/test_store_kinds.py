@@ -83,7 +83,7 @@ async def test_a_given_session_store_is_the_one_every_part_uses() -> None:
     mine = MemorySessionStore(idle_ms=60_000, max_sessions=5, max_per_identity=5)
     app = McpApp("x", tools=[remember], session_store=mine, settings=Settings.from_env({}))
     assert app.sessions is mine and app.stores.sessions is mine and app.dispatcher.core.sessions is mine
-    assert app._runtime().sessions is mine and app._runtime(stdio=True).sessions is mine
+    assert app._runtime.sessions is mine and app._runtime.stdio().sessions is mine
     async with McpTestClient(app) as c:  # a 2025-era session: initialize stores it
         await c.call_tool("remember", {"text": "x"})
         assert c.session_id is not None and await mine.get(c.session_id) is not None

@@ -1,7 +1,8 @@
 """The one way an extension plugs into an app: :class:`Seam`, handed to its ``plug_into``.
 
-Tasks, Agent Skills and your own extensions register through it: definitions, methods, the
-capability they declare, a ``subscriptions/listen`` topic, what runs at startup and shutdown.
+Tasks, Agent Skills, the side routes and your own extensions register through it: definitions,
+methods, the capability they declare, a ``subscriptions/listen`` topic, what runs at startup and
+shutdown; they read the settings, the server core and the readiness check from it.
 None of them sees the app itself (:class:`~mcpcore.McpApp`), only what the seam offers.
 """
 
@@ -32,12 +33,15 @@ class Extension(Protocol):
 class Seam:
     """What an extension may touch of the app it plugs into (see the module's docstring)."""
 
-    __slots__ = ("_dispatcher", "services", "starts")
+    __slots__ = ("_dispatcher", "readiness", "services", "starts")
 
-    def __init__(self, dispatcher: Dispatcher, services: ContextServices) -> None:
+    def __init__(self, dispatcher: Dispatcher, services: ContextServices,
+                 readiness: Callable[[], Awaitable[tuple[bool, dict[str, str]]]]) -> None:
         self._dispatcher = dispatcher
         self.services = services
         """The services every request's context reaches (the notifier, ``ctx.state``, ...)."""
+        self.readiness = readiness
+        """The app's readiness check (``/readyz``): ``await seam.readiness()``."""
         self.starts: list[tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]] = []
         """``(start, close)`` of each extension's background work, in order of registration."""
 
