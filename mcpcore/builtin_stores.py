@@ -9,7 +9,6 @@ from collections.abc import Callable
 from .bus.memory import LocalBus
 from .config import Settings
 from .errors import ConfigurationError
-from .redis_client import create_redis_client
 from .sessions.events import MemoryEventBuffer
 from .sessions.memory import MemorySessionStore
 from .sessions.streams import MemoryStreamSlots
@@ -41,6 +40,7 @@ def _memory_sessions(s: Settings, is_busy: Callable[[str], bool]) -> SessionPart
 
 def _redis_sessions(s: Settings, is_busy: Callable[[str], bool]) -> SessionParts:
     from .bus.redis import RedisBus  # these import redis: only when the stores live there
+    from .redis_client import create_redis_client
     from .sessions.redis import RedisSessionStore
     from .sessions.redis_events import RedisEventBuffer
     from .sessions.streams import RedisStreamSlots
