@@ -76,6 +76,10 @@ class HeaderAuth(httpx.Auth):
     def __repr__(self) -> str:
         return f"HeaderAuth({self.name!r}, <hidden>)"
 
+    def header(self) -> tuple[str, str]:
+        """The header's name and value (for a client that sets headers without an auth flow)."""
+        return self.name, self._value
+
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         request.headers[self.name] = self._value
         yield request

@@ -56,6 +56,10 @@ class RedisBus:
     def subscribe(self, callback: Callable[[BusEvent], None]) -> Callable[[], None]:
         return self._local.subscribe(callback)
 
+    def deliver(self, event: BusEvent) -> None:
+        """Deliver ``event`` to this instance's subscribers only (no other instance sees it)."""
+        self._local.deliver(event)
+
     def on_reset(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` whenever events may have been missed: the subscription was lost,
         or was (re-)established (also when redis-py reconnects it by itself). Returns the

@@ -15,7 +15,6 @@ import contextlib
 import itertools
 import logging
 import secrets
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ import httpx
 
 from .. import _json
 from ..client.sse import header_value, parse_sse
+from ..credentials import HeaderAuth, _Strip
 from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.versions import (
     LATEST_LEGACY,
@@ -34,6 +34,7 @@ from ..protocol.versions import (
     MODERN_VERSIONS,
     Era,
 )
+from .h1 import ExchangeError, H1Pool, HttpxExchange, Response
 from .messages import caller_key, capabilities_for, reply_of, result_of
 from .sessions import SessionTable
 
@@ -53,6 +54,7 @@ Relay = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 """Gets each message the backend sends during a request; answers its requests (a result)."""
 Auth = Callable[["Inbound | None"], Awaitable[httpx.Auth | None]]
 """The credential of a request made for a caller (``None``: the proxy's own requests)."""
+_BASE = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
 class BackendUnavailable(Exception):
@@ -88,6 +90,9 @@ class HttpBackend:
         self.client_info = dict(client_info or {"name": "mcpcore-proxy", "version": "1.0"})
         self._transport = transport
         self.http: httpx.AsyncClient | None = None
+        self.h1: H1Pool | None = None
+        """The backend's kept-alive connections (``None`` with a given ``transport``: all goes through httpx)."""
+        self._httpx: HttpxExchange | None = None
         self.initializes = 0
         """How many 2025 sessions this instance opened on the backend."""
         self._ids = itertools.count(1)
@@ -97,23 +102,28 @@ class HttpBackend:
         """This instance's own session for its notification stream (a backend allows one GET stream per session)."""
 
     async def start(self) -> None:
-        if self.http is None:
-            transport = self._transport or httpx.AsyncHTTPTransport(  # no Nagle delay between head and body
-                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-                limits=httpx.Limits(max_connections=256, max_keepalive_connections=256))
-            self.http = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(self.timeout, connect=5.0))
+        if self.http is None:  # for credentials that are auth flows, and a given transport
+            self.http = httpx.AsyncClient(transport=self._transport, timeout=httpx.Timeout(self.timeout, connect=5.0))
+            self._httpx = HttpxExchange(self.url, self.http)
+            if self._transport is None:
+                self.h1 = H1Pool(self.url)
 
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         mine = await self.table.get(self.listener_key) if self.era == "legacy" else None
         if mine is not None and self.http is not None:  # this instance's stream session ends with it
-            with contextlib.suppress(httpx.TransportError, McpError):
-                await self.http.delete(self.url, headers=self._base(mine), auth=await self._auth_of(None))
+            with contextlib.suppress(ExchangeError, McpError, TimeoutError):
+                async with asyncio.timeout(5.0):
+                    await (await self._open("DELETE", self._base(mine), None, None)).aclose()
             await self.table.forget(self.listener_key, mine)
+        if self.h1 is not None:
+            await self.h1.aclose()
+            self.h1 = None
         if self.http is not None:
             await self.http.aclose()
             self.http = None
+            self._httpx = None
 
     # -- the era ----------------------------------------------------------------------------------
 
@@ -205,15 +215,15 @@ class HttpBackend:
         body = {"jsonrpc": "2.0", "id": f"init-{next(self._ids)}", "method": "initialize",
                 "params": {"protocolVersion": LATEST_LEGACY, "capabilities": capabilities_for(req),
                            "clientInfo": info}}
-        http = self._client()
         try:
-            resp = await http.post(self.url, content=_json.dumps(body), headers=self._base(None),
-                                   auth=await self._auth_of(req))
-        except httpx.TransportError as exc:
-            raise BackendUnavailable(f"{self.name}: {type(exc).__name__}") from exc
-        if resp.status_code >= 500:
-            raise BackendUnavailable(f"{self.name}: HTTP {resp.status_code}")
-        reply = reply_of(resp.status_code, resp.headers.get("content-type", ""), resp.text, body["id"])
+            async with asyncio.timeout(self.timeout):
+                resp = await self._open("POST", self._base(None), _json.dumps(body), req)
+                text = (await resp.read()).decode("utf-8", "replace")
+        except (ExchangeError, TimeoutError) as exc:
+            raise BackendUnavailable(f"{self.name}: {exc or type(exc).__name__}") from exc
+        if resp.status >= 500:
+            raise BackendUnavailable(f"{self.name}: HTTP {resp.status}")
+        reply = reply_of(resp.status, resp.headers.get("content-type", ""), text, body["id"])
         result = result_of(reply)
         version = result.get("protocolVersion")
         version = version if version in LEGACY_VERSIONS else LATEST_LEGACY
@@ -225,17 +235,23 @@ class HttpBackend:
                               "params": {"level": "debug"}}, (sid, version), req)
         return sid, version
 
-    def _client(self) -> httpx.AsyncClient:
-        if self.http is None:
+    async def _open(self, method: str, headers: dict[str, str], body: bytes | None,
+                    req: Inbound | None) -> Response:
+        """Send one request to the backend with the credential for ``req``'s caller: a plain header
+        (or none) over :attr:`h1`, an auth flow through httpx."""
+        if self._httpx is None:
             raise BackendUnavailable(f"{self.name}: the proxy is not started")
-        return self.http
-
-    async def _auth_of(self, req: Inbound | None) -> httpx.Auth | httpx.USE_CLIENT_DEFAULT:  # type: ignore[valid-type]
-        found = await self._auth(req)
-        return found if found is not None else httpx.USE_CLIENT_DEFAULT
+        auth = await self._auth(req)
+        if self.h1 is not None:
+            if auth is None or isinstance(auth, _Strip):
+                return await self.h1.request(method, headers, body)
+            if isinstance(auth, HeaderAuth):
+                name, value = auth.header()
+                return await self.h1.request(method, {**headers, name: value}, body)
+        return await self._httpx.request(method, headers, body, auth if auth is not None else httpx.USE_CLIENT_DEFAULT)
 
     def _base(self, session: tuple[str, str] | None) -> dict[str, str]:
-        h = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        h = _BASE.copy()
         if session is not None:
             if session[0]:
                 h["mcp-session-id"] = session[0]
@@ -246,15 +262,15 @@ class HttpBackend:
         h = self._base(session)
         if session is None:
             h["mcp-protocol-version"] = MODERN_VERSIONS[0]
-        with contextlib.suppress(httpx.TransportError, McpError):
-            await self._client().post(self.url, content=_json.dumps(msg), headers=h, auth=await self._auth_of(req))
+        with contextlib.suppress(ExchangeError, McpError, TimeoutError):
+            async with asyncio.timeout(self.timeout):
+                await (await self._open("POST", h, _json.dumps(msg), req)).read()
 
     async def _post(self, method: str, params: dict[str, Any], session: tuple[str, str] | None,
                     req: Inbound | None, relay: Relay) -> dict[str, Any]:
         rid = next(self._ids)
         body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
         h = self._base(session)
-        auth = await self._auth_of(req)
         if session is None:
             h["mcp-protocol-version"] = MODERN_VERSIONS[0]
             h["mcp-method"] = method
@@ -262,28 +278,35 @@ class HttpBackend:
             if isinstance(named, str):
                 h["mcp-name"] = header_value(named)
         try:
-            async with self._client().stream("POST", self.url, content=_json.dumps(body), headers=h,
-                                             auth=auth) as resp:
-                if resp.status_code == 404 and session is not None and session[0]:
-                    raise _SessionLost
-                if resp.status_code >= 500:
-                    raise BackendUnavailable(f"{self.name}: HTTP {resp.status_code}")
-                kind = resp.headers.get("content-type", "")
-                if kind.startswith("text/event-stream"):
-                    reply = await self._read_stream(resp, rid, session, req, relay)
-                else:
-                    reply = reply_of(resp.status_code, kind, (await resp.aread()).decode("utf-8", "replace"), rid)
-        except httpx.TransportError as exc:
-            raise BackendUnavailable(f"{self.name}: {type(exc).__name__}") from exc
+            async with asyncio.timeout(self.timeout) as limit:
+                resp = await self._open("POST", h, _json.dumps(body), req)
+                try:
+                    if resp.status == 404 and session is not None and session[0]:
+                        raise _SessionLost
+                    if resp.status >= 500:
+                        raise BackendUnavailable(f"{self.name}: HTTP {resp.status}")
+                    kind = resp.headers.get("content-type", "")
+                    if kind.startswith("text/event-stream"):
+                        reply = await self._read_stream(resp, rid, session, req, relay, limit)
+                    else:
+                        reply = reply_of(resp.status, kind, (await resp.read()).decode("utf-8", "replace"), rid)
+                finally:
+                    await resp.aclose()
+        except (ExchangeError, TimeoutError) as exc:
+            raise BackendUnavailable(f"{self.name}: {exc or type(exc).__name__}") from exc
         except asyncio.CancelledError:  # the caller went away: tell the backend, in the background
             self._spawn(self._send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                     "params": {"requestId": rid, "reason": "the caller cancelled"}}, session, req))
             raise
         return result_of(reply)
 
-    async def _read_stream(self, resp: httpx.Response, rid: int, session: tuple[str, str] | None,
-                           req: Inbound | None, relay: Relay) -> dict[str, Any]:
-        async for ev in parse_sse(resp.aiter_lines()):
+    async def _read_stream(self, resp: Response, rid: int, session: tuple[str, str] | None,
+                           req: Inbound | None, relay: Relay, limit: asyncio.Timeout) -> dict[str, Any]:
+        """The answer to ``rid`` from an SSE stream; ``limit`` runs between the backend's messages
+        (a long call that reports progress is not cut), and not while the caller is asked."""
+        loop = asyncio.get_running_loop()
+        async for ev in parse_sse(resp.lines()):
+            limit.reschedule(loop.time() + self.timeout)
             if not ev.get("data"):
                 continue
             msg = _json.loads(ev["data"])
@@ -297,11 +320,13 @@ class HttpBackend:
                 await relay(msg)
                 continue
             answer: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
+            limit.reschedule(None)
             try:
                 answer["result"] = await relay(msg) or {}
             except McpError as exc:
                 answer["error"] = {"code": exc.code, "message": exc.message, **({"data": exc.data} if exc.data else {})}
             await self._send(answer, session, req)
+            limit.reschedule(loop.time() + self.timeout)
         raise BackendUnavailable(f"{self.name}: the stream ended without an answer")
 
     @contextlib.asynccontextmanager
@@ -309,8 +334,6 @@ class HttpBackend:
         """The proxy's own stream of the backend's notifications: ``subscriptions/listen`` with
         ``wanted`` (2026-07-28), or the GET stream of the proxy's own session after subscribing
         to ``wanted["resourceSubscriptions"]`` (2025)."""
-        http = self._client()
-        forever = httpx.Timeout(None, connect=5.0)
         session = None
         if await self.era_of() == "modern":
             params = self._envelope({"notifications": wanted}, None)
@@ -318,7 +341,7 @@ class HttpBackend:
             h.update({"mcp-protocol-version": MODERN_VERSIONS[0], "mcp-method": "subscriptions/listen"})
             body = {"jsonrpc": "2.0", "id": f"listen-{next(self._ids)}", "method": "subscriptions/listen",
                     "params": params}
-            request = http.build_request("POST", self.url, content=_json.dumps(body), headers=h, timeout=forever)
+            method, content = "POST", _json.dumps(body)
         else:
             session = await self._session(self.listener_key, None)
             for uri in wanted.get("resourceSubscriptions") or ():
@@ -327,30 +350,31 @@ class HttpBackend:
             h = self._base(session)
             h["accept"] = "text/event-stream"
             h.pop("content-type", None)
-            request = http.build_request("GET", self.url, headers=h, timeout=forever)
+            method, content = "GET", None
         try:
-            resp = await http.send(request, stream=True, auth=await self._auth_of(None))
-        except httpx.TransportError as exc:
-            raise BackendUnavailable(f"{self.name}: {type(exc).__name__}") from exc
+            async with asyncio.timeout(self.timeout):
+                resp = await self._open(method, h, content, None)
+        except (ExchangeError, TimeoutError) as exc:
+            raise BackendUnavailable(f"{self.name}: {exc or type(exc).__name__}") from exc
         try:
-            if resp.status_code == 404 and session is not None:
+            if resp.status == 404 and session is not None:
                 await self.table.forget(self.listener_key, session)
                 raise RuntimeError(f"{self.name}: the backend forgot the proxy's session; opening another")
-            if resp.status_code >= 500:
-                raise BackendUnavailable(f"{self.name}: HTTP {resp.status_code}")
-            if resp.status_code >= 400 or not resp.headers.get("content-type", "").startswith("text/event-stream"):
+            if resp.status >= 500:
+                raise BackendUnavailable(f"{self.name}: HTTP {resp.status}")
+            if resp.status >= 400 or not resp.headers.get("content-type", "").startswith("text/event-stream"):
                 raise McpError(JsonRpcErrorCode.MethodNotFound,
-                               f"{self.name}: the notification stream was refused (HTTP {resp.status_code})")
+                               f"{self.name}: the notification stream was refused (HTTP {resp.status})")
 
             async def messages() -> AsyncIterator[dict[str, Any]]:
-                async for ev in parse_sse(resp.aiter_lines()):
+                async for ev in parse_sse(resp.lines()):
                     if ev.get("data"):
                         msg = _json.loads(ev["data"])
                         if isinstance(msg, dict):
                             yield msg
 
             yield messages()
-        except httpx.TransportError as exc:
+        except ExchangeError as exc:
             raise BackendUnavailable(f"{self.name}: {type(exc).__name__}") from exc
         finally:
             await resp.aclose()

@@ -19,17 +19,20 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ..context import Context, Inbound
-from ..credentials import CredentialFailed, CredentialPolicy
+from ..credentials import CallerToken, CredentialFailed, CredentialPolicy, DelegatedToken
 from ..errors import ConfigurationError, JsonRpcErrorCode, McpError
-from ..middleware.base import Call, CallNext, Middleware
+from ..middleware.base import Middleware
 from ..protocol.extensions import TASKS
 from ..protocol.versions import Era
 from ..server.registry import Registry
 from ..server.results import tool_error_result
+from .asking import Asking
 from .backend import BackendUnavailable, HttpBackend
+from .lifecycle import ProxyLifecycle
 from .relay import Completions, backend_error, relay_to
 from .sessions import MemorySessionTable, RedisSessionTable, SessionTable
 from .stdio import StdioBackend
+from .views import CallerViews, Lists
 from .wire import Breaker, prompt_from, resource_from, template_from, tool_from, wrap_for_legacy
 
 if TYPE_CHECKING:
@@ -43,7 +46,6 @@ Credentials = CredentialPolicy | None
 _LISTS = (("tools", "tools/list", "tools"), ("prompts", "prompts/list", "prompts"),
           ("resources", "resources/list", "resources"), ("templates", "resources/templates/list", "resourceTemplates"))
 _DROP_LEGACY = ("resultType", "ttlMs", "cacheScope")
-_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 
 
 def proxy(target: str | Sequence[str], *, namespace: str | None = None, credentials: Credentials = None,
@@ -105,6 +107,11 @@ class Proxy:
         self._listener: asyncio.Task[None] | None = None
         self._ttl_s: float | None = None
         self._entries: dict[str, dict[str, dict[str, Any]]] = {}
+        self.asking = Asking()
+        self.views = CallerViews(lambda req: self._lists(("tools", "prompts", "resources", "templates"), req),
+                                 lambda kind, entries: self._sync(kind, entries, union=True), refresh_s) \
+            if isinstance(credentials, (DelegatedToken, CallerToken)) else None
+        """Each caller's own lists, for a backend reached with each caller's own credential."""
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -126,8 +133,12 @@ class Proxy:
                                        timeout=self.timeout, transport=self.transport)
         try:
             await self.backend.start()
-            if TASKS in ((getattr(self.backend, "discovered", {}).get("capabilities") or {}).get("extensions") or {}):
+            caps = getattr(self.backend, "discovered", {}).get("capabilities") or {}
+            if TASKS in (caps.get("extensions") or {}):
                 parent.dispatcher.declare_extension(TASKS, {})  # its calls may become tasks, polled here
+            for kind in ("tools", "prompts", "resources") if self.views is not None else ():
+                if kind in caps or not caps:  # served to callers before any caller's list filled them
+                    parent.dispatcher.declare(kind)
             await self.refresh()
         except (BackendUnavailable, McpError) as exc:
             self.breaker.failure(str(exc))
@@ -141,6 +152,7 @@ class Proxy:
             with contextlib.suppress(BaseException):
                 await self._listener
             self._listener = None
+        self.asking.close()
         if self.backend is not None:
             await self.backend.close()
 
@@ -185,11 +197,23 @@ class Proxy:
             if held is not None and self.parent is not None and self.parent._started:
                 for kind in {"resources" if k == "templates" else k for k in kinds}:
                     if held.get(kind) or announce:
-                        self.parent.notifier.publish({"kind": kind, "origin": None, **(
+                        self.parent.notifier.publish_here({"kind": kind, "origin": None, **(
                             {"names": held[kind]} if held.get(kind) and not announce else {})})
 
     async def _refresh(self, kinds: tuple[str, ...]) -> None:
-        backend = self._backend()
+        if self.views is not None:  # lists are the callers' own, fetched when they ask
+            self.views.stale()
+        else:
+            lists, ttl = await self._lists(kinds, None)
+            self._ttl_s = ttl or self._ttl_s
+            for kind, entries in lists.items():
+                self._sync(kind, entries)
+        self.breaker.success()
+
+    async def _lists(self, kinds: tuple[str, ...], req: Inbound | None) -> tuple[Lists, float | None]:
+        """The backend's lists of ``kinds`` for ``req``'s caller (``None``: the proxy's own), and the
+        shortest ``ttlMs`` their pages gave (in seconds, at least 1), if any."""
+        backend, out, ttl_s = self._backend(), {}, None
         for kind, method, field in _LISTS:
             if kind not in kinds:
                 continue
@@ -197,7 +221,7 @@ class Proxy:
             cursor: Any = None
             for _ in range(1000):
                 try:
-                    page = await backend.request(method, {"cursor": cursor} if cursor else {}, None)
+                    page = await backend.request(method, {"cursor": cursor} if cursor else {}, req)
                 except McpError as exc:
                     if exc.code == JsonRpcErrorCode.MethodNotFound:  # the backend serves none of these
                         break
@@ -205,14 +229,14 @@ class Proxy:
                 entries += [e for e in page.get(field) or [] if isinstance(e, dict)]
                 ttl = page.get("ttlMs")
                 if isinstance(ttl, int) and ttl > 0:
-                    self._ttl_s = max(ttl / 1000, 1.0)
+                    ttl_s = min(ttl_s or 1e9, max(ttl / 1000, 1.0))
                 cursor = page.get("nextCursor")
                 if not cursor:
                     break
-            self._sync(kind, entries)
-        self.breaker.success()
+            out[kind] = entries
+        return out, ttl_s
 
-    def _sync(self, kind: str, entries: list[dict[str, Any]]) -> None:
+    def _sync(self, kind: str, entries: list[dict[str, Any]], union: bool = False) -> None:
         r = self.registry
         key = "uriTemplate" if kind == "templates" else "uri" if kind == "resources" else "name"
         wanted = {e[key]: e for e in entries if isinstance(e.get(key), str)}
@@ -222,7 +246,7 @@ class Proxy:
             else r.remove_resource
         seen = self._entries.setdefault(kind, {})
         for name in current:
-            if name not in wanted or seen.get(name) != wanted[name]:
+            if (name not in wanted and not union) or (name in wanted and seen.get(name) != wanted[name]):
                 drop(name)
                 seen.pop(name, None)
         for name, e in wanted.items():
@@ -231,6 +255,13 @@ class Proxy:
                 seen[name] = e
 
     def _make(self, kind: str, e: dict[str, Any]) -> Any:
+        d = self._definition(kind, e)
+        if self.views is not None:
+            key = "uriTemplate" if kind == "templates" else "uri" if kind == "resources" else "name"
+            d.visible_to = self.views.sees(kind, e[key], e)
+        return d
+
+    def _definition(self, kind: str, e: dict[str, Any]) -> Any:
         if kind == "tools":
             return tool_from(e, self._forward("tools/call", "name", e["name"], tool=True))
         if kind == "prompts":
@@ -290,7 +321,7 @@ class Proxy:
         elif method == "notifications/resources/updated":
             uri = (msg.get("params") or {}).get("uri")
             if isinstance(uri, str) and self.parent is not None and self.mount is not None:
-                self.parent.notifier.publish({"kind": "resource", "uri": self.mount.ns.uri(uri), "origin": None})
+                self.parent.notifier.publish_here({"kind": "resource", "uri": self.mount.ns.uri(uri), "origin": None})
 
     def _backend(self) -> HttpBackend | StdioBackend:
         if self.backend is None:
@@ -322,7 +353,7 @@ class Proxy:
         if self.breaker.is_open and wait > 0:
             return self._unavailable(f"the backend is unavailable ({self.breaker.last_error})", wait, req, tool)
         try:
-            result = await self._backend().request(method, params, req, relay_to(req))
+            result = await self.asking.request(self._backend(), method, params, req)
             rounds = 0
             while (result.get("resultType") == "input_required" and req is not None and req.era is Era.LEGACY
                    and rounds < 10):
@@ -361,32 +392,3 @@ class Proxy:
         if not tool:
             raise err
         return tool_error_result(err, (), req.request_id if req is not None else "")
-
-
-class ProxyLifecycle(Middleware):
-    """Starts and stops a parent's proxies with the parent, and hands ``tasks/*`` of a backend's
-    task (its id starts with ``proxy:<namespace>:``) to that backend (2026-07-28)."""
-
-    name = "proxies"
-
-    def __init__(self) -> None:
-        self.proxies: list[Proxy] = []
-
-    async def startup(self, settings: Settings, redis: Any = None) -> None:
-        for p in self.proxies:
-            await p.start(settings)
-
-    async def shutdown(self) -> None:
-        for p in reversed(self.proxies):
-            await p.stop()
-
-    async def on_request(self, call: Call, call_next: CallNext) -> Any:
-        if call.method not in _TASK_METHODS:
-            return await call_next(call)
-        task_id = call.params.get("taskId")
-        if not isinstance(task_id, str):
-            return await call_next(call)
-        for p in self.proxies:
-            if task_id.startswith(p.task_prefix):
-                return await p.call(call.method, {**call.params, "taskId": task_id[len(p.task_prefix):]}, call._req)
-        return await call_next(call)

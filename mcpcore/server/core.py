@@ -65,7 +65,7 @@ class ListenTopic(Protocol):
 class ServerCore:
     """The parts of a server its method handlers share (one per app)."""
 
-    __slots__ = ("_caps", "_legacy_caps", "closing", "dependency_overrides", "extensions", "instructions",
+    __slots__ = ("_caps", "_legacy_caps", "closing", "declared", "dependency_overrides", "extensions", "instructions",
                  "listen_topics", "notifier", "registry", "sealer", "server_info", "sessions", "settings", "streams",
                  "tasks", "telemetry")
 
@@ -83,6 +83,8 @@ class ServerCore:
         self.telemetry: Telemetry | None = None
         self.closing = Closing()
         self.extensions: dict[str, dict[str, Any]] = dict(extensions or {})
+        self.declared: set[str] = set()
+        """Kinds served before anything of them is registered (see :meth:`declare`)."""
         """Extensions this server declares under ``capabilities.extensions`` (id -> settings)."""
         self._caps: tuple[int, dict[str, Any]] | None = None
         self.dependency_overrides = DependencyOverrides()
@@ -108,13 +110,14 @@ class ServerCore:
     def _capabilities(self) -> dict[str, Any]:
         r = self.registry
         caps: dict[str, Any] = {"logging": {}}
-        if r.prompts or r.templates:
+        declared = self.declared
+        if r.prompts or r.templates or "prompts" in declared or "resources" in declared:
             caps["completions"] = {}
-        if r.prompts:
+        if r.prompts or "prompts" in declared:
             caps["prompts"] = {"listChanged": True}
-        if r.resources or r.templates:
+        if r.resources or r.templates or "resources" in declared:
             caps["resources"] = {"subscribe": True, "listChanged": True}
-        if r.tools:
+        if r.tools or "tools" in declared:
             caps["tools"] = {"listChanged": True}
         extensions = dict(self.extensions)
         if APPS not in extensions and any(t.app is not None for t in r.tools.values()):
@@ -145,6 +148,12 @@ class ServerCore:
     def declare_extension(self, ext_id: str, settings: dict[str, Any]) -> None:
         """Add ``ext_id`` to the capabilities this server declares."""
         self.extensions[ext_id] = settings
+        self._caps = self._legacy_caps = None
+
+    def declare(self, kind: str) -> None:
+        """Declare ``kind`` (``tools``, ``prompts``, ``resources``) served even while nothing of it
+        is registered (a proxy whose lists are each caller's own fills them when a caller asks)."""
+        self.declared.add(kind)
         self._caps = self._legacy_caps = None
 
     def forget_capabilities(self) -> None:

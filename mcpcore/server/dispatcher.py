@@ -163,6 +163,11 @@ class Dispatcher:
         """Add ``ext_id`` to the capabilities this server declares."""
         self.core.declare_extension(ext_id, settings)
 
+    def declare(self, kind: str) -> None:
+        """Serve ``kind``'s methods (``tools``, ``prompts``, ``resources``) while none is registered."""
+        self.core.declare(kind)
+        self._invalidate(kind)
+
     def use(self, middleware: Sequence[Middleware]) -> None:
         """Serve every method through ``middleware`` (the first outermost); ``[]`` for none."""
         self._middleware = tuple(middleware)

@@ -86,6 +86,18 @@ class Notifier:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def publish_here(self, event: BusEvent) -> None:
+        """Deliver ``event`` to this instance's sessions only: for a change every instance sees
+        for itself (a proxied backend's, which each instance's own listener reports), so that
+        no client is told twice."""
+        deliver = getattr(self.bus, "deliver", None)
+        if deliver is None:
+            self.publish(event)
+            return
+        if self.observe is not None:
+            self.observe(event)
+        deliver(event)
+
     async def _publish(self, event: BusEvent) -> None:
         try:
             await self.bus.publish(event)

@@ -90,12 +90,38 @@ async def test_questions_travel_both_ways(backend: str, era: str, backend_era: s
     caps = {"elicitation": {}, "sampling": {}, "roots": {}}
     async with McpTestClient(gateway(backend, backend_era), era=era, capabilities=caps, handlers=handlers) as c:
         c.answers_input_required = True
-        if era == "modern" and backend_era == "legacy":  # not built: the 2025 backend's question is refused
-            with pytest.raises(McpError, match="cannot be asked in the middle of a request to a 2025 backend"):
-                await c.with_rounds("tools/call", {"name": "ex_test_awaited_questions", "arguments": {}})
-            return
         r = await c.with_rounds("tools/call", {"name": "ex_test_awaited_questions", "arguments": {}})
         assert r["content"][0]["text"] == "Hello Ada (1 roots)", r
+
+
+async def test_a_2025_backends_question_waits_for_the_2026_callers_retry(backend: str) -> None:
+    """The backend's call stays open across the caller's retries: one round per question, each
+    answered by a new request; an answer to a question nobody waits on is refused."""
+    app = gateway(backend, "legacy")
+    caps = {"elicitation": {}, "sampling": {}, "roots": {}}
+    async with McpTestClient(app, era="modern", capabilities=caps) as c:
+        call = {"name": "ex_test_awaited_questions", "arguments": {}}
+        first = await c.request("tools/call", call)
+        assert first["resultType"] == "input_required", first
+        (key, asked), = first["inputRequests"].items()
+        assert asked["method"] == "elicitation/create"
+        with pytest.raises(McpError) as stale:
+            await c.request("tools/call", {**call, "requestState": "mcpcore-proxy-ask:nope",
+                                           "inputResponses": {key: {"action": "accept"}}})
+        assert stale.value.code == -32602 and stale.value.data["reason"] == "input_state_unknown"
+        answers = [{"action": "accept", "content": {"name": "Ada"}},
+                   {"role": "assistant", "content": {"type": "text", "text": "Hi"}, "model": "m"},
+                   {"roots": []}]
+        result, rounds = first, 0
+        while result.get("resultType") == "input_required":
+            (key, asked), = result["inputRequests"].items()
+            result = await c.request("tools/call", {**call, "requestState": result["requestState"],
+                                                    "inputResponses": {key: answers[rounds]}})
+            rounds += 1
+        assert rounds == 3 and result["content"][0]["text"] == "Hi Ada (0 roots)", result
+        with pytest.raises(McpError, match="not waiting on"):  # answered already
+            await c.request("tools/call", {**call, "requestState": first["requestState"],
+                                           "inputResponses": {key: answers[0]}})
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -275,3 +301,147 @@ async def test_a_backend_task_is_created_and_polled_through_the_gateway(backend:
         assert task["result"]["content"][0]["text"] == "Computed nightly in 0.3s"
         with pytest.raises(McpError):  # an id the gateway never gave is nobody's
             await c.request("tasks/get", {"taskId": "proxy:ex:nope"})
+
+
+async def _until(c: McpTestClient, task_id: str, *, leave: str = "working") -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    while (task := await c.request("tasks/get", {"taskId": task_id}))["status"] == leave:
+        assert time.monotonic() < deadline, task
+        await asyncio.sleep(0.05)
+    return task
+
+
+async def test_a_backend_task_is_answered_and_cancelled_through_the_gateway(backend: str) -> None:
+    caps = {**TASKS, "elicitation": {}}
+    async with McpTestClient(gateway(backend, "modern"), era="modern", capabilities=caps) as c:
+        created = await c.call_tool("ex_confirm_delete", {"filename": "old.txt"})
+        assert created["resultType"] == "task" and created["taskId"].startswith("proxy:ex:"), created
+        task = await _until(c, created["taskId"])
+        assert task["status"] == "input_required", task
+        [key] = task["inputRequests"]
+        ack = await c.request("tasks/update", {"taskId": created["taskId"],
+                                               "inputResponses": {key: {"action": "accept",
+                                                                        "content": {"confirm": True}}}})
+        assert ack.get("resultType", "complete") == "complete"
+        done = await _until(c, created["taskId"], leave="input_required")
+        done = await _until(c, created["taskId"]) if done["status"] == "working" else done
+        assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "Deleted old.txt", done
+        slow = await c.call_tool("ex_slow_compute", {"seconds": 30})
+        await c.request("tasks/cancel", {"taskId": slow["taskId"]})
+        cancelled = await _until(c, slow["taskId"])
+        assert cancelled["status"] == "cancelled" and cancelled["taskId"] == slow["taskId"], cancelled
+
+
+@pytest.mark.parametrize("backend_era", ERAS)
+@pytest.mark.parametrize("era", ERAS)
+async def test_completions_are_asked_of_the_backend(backend: str, era: str, backend_era: str) -> None:
+    async with McpTestClient(gateway(backend, backend_era), era=era) as c:
+        prompt = await c.request("completion/complete", {
+            "ref": {"type": "ref/prompt", "name": "ex_test_prompt_with_arguments"},
+            "argument": {"name": "arg1", "value": "par"}})
+        assert prompt["completion"]["values"] == ["paris", "park", "party"], prompt
+        template = await c.request("completion/complete", {
+            "ref": {"type": "ref/resource", "uri": "test://ex/template/{id}/data"},
+            "argument": {"name": "id", "value": "1"}})
+        assert template["completion"]["values"] == ["1", "123"], template
+
+
+@pytest.mark.parametrize("backend_era", ERAS)
+async def test_a_2026_callers_cancelled_call_is_cancelled_at_the_backend(backend_era: str) -> None:
+    """A 2026-07-28 caller cancels by closing its request (a real connection to a real gateway
+    server); the backend is told."""
+    with run_server("tests.compose.backend_app:app") as url, \
+            run_server("tests.compose.gateway_app:app", env={"PROXY_BACKENDS": f"ex={url}",
+                                                             "PROXY_BACKEND_ERA": backend_era}) as front:
+        async with McpTestClient(url=front, era="modern") as c:
+            call = asyncio.ensure_future(c.call_tool("ex_wait_for_cancel", {}))
+            await asyncio.sleep(0.7)  # the call has reached the backend
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError, McpError):
+                await call
+        async with McpTestClient(url=url, era="modern") as direct:
+            deadline = time.monotonic() + 5
+            while (await direct.call_tool("backend_cancellations"))["structuredContent"] != 1:
+                assert time.monotonic() < deadline, "the backend never saw the cancellation"
+                await asyncio.sleep(0.1)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_backend_prompt_and_resource_list_changes_reach_a_listening_client(backend: str, era: str) -> None:
+    app = gateway(backend, era)
+    async with McpTestClient(app, era=era) as watcher, McpTestClient(app, era=era) as actor, \
+            watcher.listen(prompts_list_changed=True, resources_list_changed=True) as sub:
+        await asyncio.sleep(0.3)  # the proxy's own stream on the backend is open
+        await actor.call_tool("ex_test_trigger_prompt_change", {})
+        assert (await sub.next(10))["method"] == "notifications/prompts/list_changed"
+        await actor.call_tool("ex_test_trigger_resource_change", {})
+        assert (await sub.next(10))["method"] == "notifications/resources/list_changed"
+
+
+async def test_lists_of_a_backend_without_a_notification_stream_are_refreshed_every_ttl() -> None:
+    """A 2026-07-28 backend that gives ``ttlMs`` and refuses ``subscriptions/listen``: its lists
+    are fetched again once the ttl has passed, and a listening client hears of the change."""
+    tools = {"names": ["first"]}
+    lists: list[float] = []
+
+    async def backend_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            msg = await receive()
+            body += msg.get("body", b"")
+            if not msg.get("more_body"):
+                break
+        req = json.loads(body)
+        method = req.get("method")
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": req.get("id")}
+        if method == "server/discover":
+            reply["result"] = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": True}}}
+        elif method == "tools/list":
+            lists.append(time.monotonic())
+            reply["result"] = {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in tools["names"]],
+                               "ttlMs": 1000, "cacheScope": "public", "resultType": "complete"}
+        else:
+            reply["error"] = {"code": -32601, "message": f"no {method}"}
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(reply).encode()})
+
+    app = gateway("http://backend.test/mcp", "modern", transport=httpx.ASGITransport(app=backend_app),  # type: ignore[arg-type]
+                  refresh_s=300)
+    async with McpTestClient(app, era="modern") as c, McpTestClient(app, era="modern") as watcher, \
+            watcher.listen(tools_list_changed=True) as sub:
+        assert {t["name"] for t in await c.list_tools()} == {"ex_first"}
+        tools["names"] = ["second"]
+        note = await sub.next(5)  # within the ttl (1 s) and a turn, not refresh_s (300 s)
+        assert note["method"] == "notifications/tools/list_changed"
+        assert {t["name"] for t in await c.list_tools()} == {"ex_second"}
+        assert 0.9 <= lists[-1] - lists[-2] < 3, lists
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_private_list_is_fetched_and_kept_per_caller(era: str) -> None:
+    """A backend reached with each caller's own token lists by who asks: each caller's list is
+    fetched with its token, kept for the backend's ttlMs, and never shown to another caller."""
+    env = {"MCP_AUTH_MODE": "jwt", "MCP_AUTH_SECRET_KEY": SECRET}
+    with run_server("tests.compose.private_backend:app", env=env) as url:
+        settings = Settings.from_env({}, auth_mode="jwt", auth_secret_key=SECRET)
+        app = McpApp("gateway", settings=settings)
+        app.mount(proxy(url, era="modern", credentials=CallerToken("https://backend.test")), namespace="ex")
+        alice = bearer(token(sub="alice", aud="https://backend.test"))
+        bob = bearer(token(sub="bob", aud="https://backend.test"))
+        async with McpTestClient(app, era=era, headers=alice) as a, McpTestClient(app, era=era, headers=bob) as b:
+            assert {t["name"] for t in await a.list_tools()} >= {"ex_common", "ex_alice_only"}
+            assert "ex_alice_only" not in {t["name"] for t in await b.list_tools()}  # alice's list is not bob's
+            assert (await a.call_tool("ex_alice_only", {}))["content"][0]["text"] == "for alice"
+            with pytest.raises(McpError):  # bob cannot call what his list does not hold
+                r = await b.call_tool("ex_alice_only", {})
+                if r.get("isError"):
+                    raise McpError(-32602, r["content"][0]["text"])
+            counts = (await a.call_tool("ex_list_fetches", {}))["structuredContent"]
+            assert counts == {"alice": 1, "bob": 1}, counts  # the gateway's lists: one fetch each
+            await a.list_tools()  # within the ttl (1 s): from the cache
+            assert (await a.call_tool("ex_list_fetches", {}))["structuredContent"]["alice"] == 1
+            await asyncio.sleep(1.2)
+            await a.list_tools()  # past the ttl: fetched again, with alice's token
+            assert (await a.call_tool("ex_list_fetches", {}))["structuredContent"] == {"alice": 2, "bob": 1}

@@ -1,7 +1,8 @@
 """Two gateway instances behind the round-robin proxy, sharing one Redis, proxying one 2025-era
 backend (the example server, counting the ``initialize`` requests it answers): the backend session
 of each caller identity is opened once and reused by both instances; a backend restart costs one
-re-initialize, not an error; a list change on the backend reaches a client on either instance."""
+re-initialize, not an error; a list change on the backend reaches a client on either instance,
+once."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ async def test_one_backend_session_per_identity_across_instances_and_a_restart(t
             assert (await initializes(backend))["caller"] == 1
 
 
-async def test_a_backend_list_change_reaches_a_client_on_the_other_instance(tmp_path: Path) -> None:
+async def test_a_backend_list_change_reaches_each_client_once_on_either_instance(tmp_path: Path) -> None:
     port = free_port()
     backend = f"http://127.0.0.1:{port}/mcp"
     env = {"PROXY_BACKENDS": f"be={backend}", "PROXY_BACKEND_ERA": "legacy"}
@@ -72,3 +73,25 @@ async def test_a_backend_list_change_reaches_a_client_on_the_other_instance(tmp_
                     await actor.call_tool("be_test_trigger_tool_change", {})
                     note: dict[str, Any] = await sub.next(10)
                     assert note["method"] == "notifications/tools/list_changed"
+                    with pytest.raises(TimeoutError):  # once: not again from the other instance's listener
+                        again = await sub.next(2)
+                        pytest.fail(f"delivered twice: {again}")
+
+
+async def test_a_backend_resource_update_reaches_a_subscribed_client_once(tmp_path: Path) -> None:
+    port = free_port()
+    backend = f"http://127.0.0.1:{port}/mcp"
+    env = {"PROXY_BACKENDS": f"be={backend}", "PROXY_BACKEND_ERA": "legacy"}
+    with run_server(BACKEND, port=port), cluster(tmp_path, "tests.compose.gateway_app:app", n=2, extra_env=env) as c:
+        for era in ("legacy", "modern"):
+            async with McpTestClient(url=c.urls[0], era=era) as watcher, \
+                    McpTestClient(url=c.urls[1], era=era) as actor, \
+                    watcher.listen(resource_subscriptions=["test://be/watched-resource"]) as sub:
+                await asyncio.sleep(0.3)
+                await actor.call_tool("be_update_watched_resource", {})
+                note: dict[str, Any] = await sub.next(10)
+                assert note["method"] == "notifications/resources/updated"
+                assert note["params"]["uri"] == "test://be/watched-resource"
+                with pytest.raises(TimeoutError):
+                    again = await sub.next(2)
+                    pytest.fail(f"delivered twice: {again}")
