@@ -147,12 +147,16 @@ async def test_a_cancelled_call_is_cancelled_at_the_backend(backend_era: str) ->
             call.cancel()
             with contextlib.suppress(asyncio.CancelledError, McpError):
                 await call
-        async with McpTestClient(url=url, era="modern") as direct:
-            deadline = time.monotonic() + 5
-            while (await direct.call_tool("backend_cancellations"))["structuredContent"] != 1:
-                assert time.monotonic() < deadline, "the backend never saw the cancellation"
-                await asyncio.sleep(0.1)
+        await _backend_saw_one_cancellation(url)
 
+
+async def _backend_saw_one_cancellation(url: str) -> None:
+    """Within 5 s, the backend at ``url`` counts one cancelled call."""
+    async with McpTestClient(url=url, era="modern") as direct:
+        deadline = time.monotonic() + 5
+        while (await direct.call_tool("backend_cancellations"))["structuredContent"] != 1:
+            assert time.monotonic() < deadline, "the backend never saw the cancellation"
+            await asyncio.sleep(0.1)
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_a_backend_resource_update_reaches_a_subscribed_client(backend: str, era: str) -> None:
@@ -359,11 +363,7 @@ async def test_a_2026_callers_cancelled_call_is_cancelled_at_the_backend(backend
             call.cancel()
             with contextlib.suppress(asyncio.CancelledError, McpError):
                 await call
-        async with McpTestClient(url=url, era="modern") as direct:
-            deadline = time.monotonic() + 5
-            while (await direct.call_tool("backend_cancellations"))["structuredContent"] != 1:
-                assert time.monotonic() < deadline, "the backend never saw the cancellation"
-                await asyncio.sleep(0.1)
+        await _backend_saw_one_cancellation(url)
 
 
 @pytest.mark.parametrize("era", ERAS)
