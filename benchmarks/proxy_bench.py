@@ -51,11 +51,11 @@ def cpu_seconds(pid: int) -> float:
 
 
 PIDS: dict[str, int] = {}
-"""The process serving each URL :func:`_server` yielded."""
+"""The process serving each URL :func:`bench_server` yielded."""
 
 
 @contextlib.contextmanager
-def _server(module: str, env: dict[str, str]) -> Iterator[str]:
+def bench_server(module: str, env: dict[str, str]) -> Iterator[str]:
     port = _port()
     full = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_", "BENCH_", "REDIS_URL"))}
     full.update({"MCP_LOG_LEVEL": "warning", "PYTHONDONTWRITEBYTECODE": "1", **env})
@@ -139,8 +139,8 @@ def _wrk(url: str, script: Path, seconds: int, connections: int) -> dict[str, An
 
 def measure(era: str, seconds: int, rounds: int, connections: int) -> dict[str, Any]:
     """Both sides of one era, interleaved: ``{"direct": [...], "proxied": [...]}`` of wrk runs."""
-    with _server("mcpcore_echo", {"MCP_SESSION_MODE": "stateful"}) as backend, \
-            _server("mcpcore_proxy", {"MCP_SESSION_MODE": "stateful", "BENCH_BACKEND": backend,
+    with bench_server("mcpcore_echo", {"MCP_SESSION_MODE": "stateful"}) as backend, \
+            bench_server("mcpcore_proxy", {"MCP_SESSION_MODE": "stateful", "BENCH_BACKEND": backend,
                                       "BENCH_BACKEND_ERA": era}) as gateway, \
             tempfile.TemporaryDirectory() as tmp, httpx.Client(timeout=10) as http:
         sides: dict[str, tuple[str, str, str | None]] = {}

@@ -28,7 +28,7 @@ from typing import Any
 from .budget.count import CALLGRIND, build_marks, read_dumps, tools
 from .budget.driver import REQUESTS, body, check, headers_for, send_all
 from .inprocess import App, call, load_app
-from .proxy_bench import _server
+from .proxy_bench import bench_server
 
 ROOT = Path(__file__).resolve().parents[1]
 WARMUP, LOW, HIGH, SLICES = 100, 100, 600, 5
@@ -86,7 +86,7 @@ def count(era: str, workdir: Path) -> dict[str, float]:
     """Instructions per call, direct and proxied, in ``era``."""
     valgrind, gcc = tools()
     marks = build_marks(gcc, workdir)
-    with _server("mcpcore_echo", {"MCP_SESSION_MODE": "stateful"}) as backend:
+    with bench_server("mcpcore_echo", {"MCP_SESSION_MODE": "stateful"}) as backend:
         env = {**os.environ, "BENCH_BACKEND": backend, "BENCH_BACKEND_ERA": era, "MCP_LOG_LEVEL": "warning",
                "PYTHONHASHSEED": "0", "MCP_SESSION_MODE": "stateful"}
         cmd = [valgrind, "-q", *CALLGRIND, f"--callgrind-out-file={workdir / f'callgrind.{era}.out'}",
