@@ -170,6 +170,15 @@ async def test_a_backend_resource_update_reaches_a_subscribed_client(backend: st
         assert note["params"]["uri"] == "test://ex/watched-resource"
 
 
+async def _read_body(receive: Any) -> bytes:
+    """The whole request body an ASGI app receives."""
+    body = b""
+    while True:
+        msg = await receive()
+        body += msg.get("body", b"")
+        if not msg.get("more_body"):
+            return body
+
 async def test_the_callers_authorization_never_reaches_the_backend() -> None:
     seen: list[tuple[str, str | None]] = []
 
@@ -177,13 +186,7 @@ async def test_the_callers_authorization_never_reaches_the_backend() -> None:
         """A minimal 2026-07-28 backend: one tool, and the Authorization of every request noted."""
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            msg = await receive()
-            body += msg.get("body", b"")
-            if not msg.get("more_body"):
-                break
-        req = json.loads(body)
+        req = json.loads(await _read_body(receive))
         seen.append((req.get("method"), dict(scope["headers"]).get(b"authorization", b"").decode() or None))
         if req.get("method") == "server/discover":
             result: dict[str, Any] = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
@@ -387,13 +390,7 @@ async def test_lists_of_a_backend_without_a_notification_stream_are_refreshed_ev
     async def backend_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            msg = await receive()
-            body += msg.get("body", b"")
-            if not msg.get("more_body"):
-                break
-        req = json.loads(body)
+        req = json.loads(await _read_body(receive))
         method = req.get("method")
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": req.get("id")}
         if method == "server/discover":
