@@ -25,7 +25,7 @@ from .messages import caller_key
 from .relay import relay_to
 from .stdio import StdioBackend
 
-__all__ = ["ANSWER_WITHIN_S", "STATE_PREFIX", "Asking"]
+__all__ = ["ANSWER_WITHIN_S", "STATE_PREFIX", "Asking", "answer_rounds"]
 _ASKING = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 ANSWER_WITHIN_S = 300.0
@@ -138,3 +138,20 @@ class Asking:
 def _retrieved(task: asyncio.Task[Any]) -> None:
     if not task.cancelled():
         task.exception()  # the caller that went away never reads it
+
+
+async def answer_rounds(backend: HttpBackend | StdioBackend, method: str, params: dict[str, Any],
+                        result: dict[str, Any], req: Inbound, max_rounds: int = 10) -> dict[str, Any]:
+    """A 2026-07-28 backend's ``input_required`` ``result`` for a 2025 caller: each question asked
+    of the caller over its session, the request sent again with the answers, until a result."""
+    rounds = 0
+    while result.get("resultType") == "input_required" and rounds < max_rounds:
+        rounds += 1
+        answers = {}
+        for k, ask in (result.get("inputRequests") or {}).items():
+            answers[k] = await req.outbound.request(ask.get("method"), ask.get("params"))
+        again = {**params, "inputResponses": answers}
+        if result.get("requestState") is not None:
+            again["requestState"] = result["requestState"]
+        result = await backend.request(method, again, req, relay_to(req))
+    return result
