@@ -34,7 +34,7 @@ from .relay import Completions, backend_error
 from .sessions import MemorySessionTable, RedisSessionTable, SessionTable
 from .stdio import StdioBackend, pool_options
 from .tasks import BackendTasks, retag
-from .views import CallerViews, Lists
+from .views import CallerViews, Lists, SharedViews
 from .wire import Breaker, prompt_from, resource_from, template_from, tool_from, unavailable, wrap_for_legacy
 
 if TYPE_CHECKING:
@@ -135,6 +135,8 @@ class Proxy:
         ns = mount.ns.namespace
         table: SessionTable = MemorySessionTable() if parent.redis is None else RedisSessionTable(
             parent.redis, f"mcpcore:proxy:{ns}:", max(60, settings.session_idle_ms // 1000))
+        if self.views is not None and parent.redis is not None:  # callers' lists shared by every instance
+            self.views.shared = SharedViews(parent.redis, f"mcpcore:proxy:{ns}:lists:")
         if self.command is not None:
             self.backend = StdioBackend(self.command, name=f"proxy {ns!r}", era=self.era, timeout=self.timeout,
                                         **self.pool)

@@ -95,3 +95,26 @@ async def test_a_backend_resource_update_reaches_a_subscribed_client_once(tmp_pa
                 with pytest.raises(TimeoutError):
                     again = await sub.next(2)
                     pytest.fail(f"delivered twice: {again}")
+
+
+async def test_a_callers_own_lists_are_fetched_once_per_ttl_across_instances(tmp_path: Path) -> None:
+    """A backend listing by who asks (``cacheScope: private``, ``ttlMs`` 30 s), reached with each
+    caller's own token: its lists are shared by both instances through Redis, per caller."""
+    port = free_port()
+    backend = f"http://127.0.0.1:{port}/mcp"
+    auth = {"MCP_AUTH_MODE": "jwt", "MCP_AUTH_SECRET_KEY": SECRET}
+    env = {"PROXY_BACKENDS": f"pv={backend}", "PROXY_BACKEND_ERA": "modern",
+           "PROXY_CALLER_AUDIENCE": "https://backend.test", **auth}
+    with run_server("tests.compose.private_backend:app", port=port, env={**auth, "PRIVATE_TTL_MS": "30000"}), \
+            cluster(tmp_path, "tests.compose.gateway_app:app", n=2, extra_env=env) as c, proxy(c.urls) as front:
+        seen: dict[str, set[str]] = {}
+        for who in ("alice", "bob"):
+            for era in ("modern", "legacy", "modern", "legacy"):  # round-robin: each instance, twice
+                headers = bearer(token(sub=who, aud="https://backend.test"))
+                async with McpTestClient(url=front, era=era, headers=headers) as cl:
+                    names = {t["name"] for t in await cl.list_tools()}
+                    assert seen.setdefault(who, names) == names, (who, names)
+        assert "pv_alice_only" in seen["alice"] and "pv_alice_only" not in seen["bob"], seen
+        async with McpTestClient(url=backend, era="modern", headers=bearer(token(sub="carol"))) as direct:
+            fetched = (await direct.call_tool("list_fetches"))["structuredContent"]
+        assert fetched.get("alice") == 1 and fetched.get("bob") == 1, fetched
