@@ -135,6 +135,8 @@ class Proxy:
         ns = mount.ns.namespace
         table: SessionTable = MemorySessionTable() if parent.redis is None else RedisSessionTable(
             parent.redis, f"mcpcore:proxy:{ns}:", max(60, settings.session_idle_ms // 1000))
+        if parent.redis is not None:  # a 2026-07-28 caller's retry may reach another instance than its question
+            self.asking.share(parent.redis, f"mcpcore:proxy:{ns}:ask:")
         if self.views is not None and parent.redis is not None:  # callers' lists shared by every instance
             self.views.shared = SharedViews(parent.redis, f"mcpcore:proxy:{ns}:lists:")
         if self.command is not None:
