@@ -4,6 +4,7 @@ parent's own handling: a caller's own lists of a backend reached with its creden
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import JsonRpcErrorCode, McpError
@@ -14,11 +15,19 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..context import Inbound
 
-__all__ = ["ProxyLifecycle", "Served"]
+__all__ = ["ProxyLifecycle", "Served", "cancelled_yet"]
 
 _TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel", "tasks/result"})
 _LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
 _VIEW_METHODS = _LIST_METHODS | {"tools/call", "prompts/get", "resources/read", "completion/complete"}
+
+
+def cancelled_yet() -> None:
+    """Raise the running task's cancellation when a call it made turned it into an error or a result
+    (a proxy's listener must end when the proxy stops, whatever the backend's client did)."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 class Served(Protocol):

@@ -28,7 +28,7 @@ from ..server.registry import Registry
 from ..server.results import tool_error_result
 from .asking import Asking, answer_rounds
 from .backend import BackendUnavailable, HttpBackend
-from .lifecycle import ProxyLifecycle
+from .lifecycle import ProxyLifecycle, cancelled_yet
 from .messages import wants_tasks
 from .relay import Completions, backend_error
 from .sessions import MemorySessionTable, RedisSessionTable, SessionTable
@@ -295,6 +295,7 @@ class Proxy:
         streams = True
         while True:
             try:
+                cancelled_yet()
                 if not fresh:
                     await self.refresh()
                 fresh = False
@@ -306,9 +307,11 @@ class Proxy:
                 if self.registry.resources:
                     wanted["resourceSubscriptions"] = list(self.registry.resources)
                 async with backend.events(wanted) as messages:
+                    cancelled_yet()  # opening the stream (subscribing) may have swallowed it
                     delay = 1.0
                     async for msg in messages:
                         await self._notified(msg)
+                        cancelled_yet()
             except asyncio.CancelledError:
                 raise
             except McpError as exc:  # the backend has no notification stream: refresh on a timer
