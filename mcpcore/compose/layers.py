@@ -32,7 +32,7 @@ class ChildLayers(Middleware):
     name = "mounted children's middleware"
 
     def __init__(self, comp: Any) -> None:
-        """``comp``: the parent's :class:`~mcpcore.compose.mount.Composition`."""
+        """``comp``: the parent's :class:`~mcpcore.compose.mount.Composition` (its mounts read at each call)."""
         self.comp = comp
 
     def _route(self, method: str, params: dict[str, Any]) -> tuple[Any, dict[str, Any], str, str] | None:
@@ -94,7 +94,7 @@ class ChildLayers(Middleware):
         step = Layers(m.child.middleware, _always(inner), [method]).request(method)
         if step is None:
             return await call_next(call)
-        return await step(Call(method, child_params, call._req, m.child.dispatcher.core))
+        return await step(Call(method, child_params, call._req, m.app.core))
 
     async def _list(self, call: Call, call_next: CallNext) -> Any:
         result = await call_next(call)
@@ -119,7 +119,7 @@ class ChildLayers(Middleware):
             step = Layers(m.child.middleware, _always(inner), [call.method]).request(call.method)
             if step is None:
                 continue
-            out = await step(Call(call.method, call.params, call._req, m.child.dispatcher.core))
+            out = await step(Call(call.method, call.params, call._req, m.app.core))
             kept = [{**e, key: forward(e[key])} for e in (out or {}).get(field, []) if isinstance(e, dict)]
             ids = {id(e) for e in mine}
             items = [e for e in items if id(e) not in ids] + kept
