@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import JsonRpcErrorCode, McpError
 from ..middleware.base import Call, CallNext, Middleware
+from .names import Namespace
 from .views import CallerViews
 
 if TYPE_CHECKING:
     from ..config import Settings
     from ..context import Inbound
 
-__all__ = ["ProxyLifecycle", "Served", "cancelled_yet"]
+__all__ = ["MountedAt", "ProxyLifecycle", "Served", "cancelled_yet"]
 
 _TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel", "tasks/result"})
 _LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
@@ -28,6 +29,13 @@ def cancelled_yet() -> None:
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError
+
+
+class MountedAt(Protocol):
+    """What a proxy reads of the mount serving it (a :class:`~mcpcore.compose.Mount`)."""
+
+    ns: Namespace
+    held: dict[str, list[str]] | None
 
 
 class Served(Protocol):
