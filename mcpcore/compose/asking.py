@@ -4,19 +4,25 @@ A 2025 backend asks (elicitation, sampling, roots) on the open stream of the cal
 there for the answer; a 2026-07-28 caller answers by sending the call again with
 ``inputResponses``. So the proxy keeps the backend's call running in a task, answers the caller
 ``input_required`` with the question and a ``requestState`` naming that task, and hands the
-answers of the retry to the waiting backend. The pending call lives in this process: a retry
-must reach the instance that holds it (one instance, or sticky routing); elsewhere it is
-refused with ``-32602`` and ``reason: input_state_unknown``, as is a retry after
+answers of the retry to the waiting backend. The pending call lives in this process, and the
+``requestState`` names it (:attr:`Asking.holder`): with Redis, a retry reaching another instance
+is handed over (pushed to the holder's inbox list; the holder resumes the call and pushes the
+result or next question to the retrying instance's reply key). Without Redis, or when the holder
+is gone, it is refused with ``-32602`` and ``reason: input_state_unknown``, as is a retry after
 :data:`ANSWER_WITHIN_S` (the backend's call is then cancelled) or from another caller.
+
+A 2026-07-28 backend's questions to a 2025 caller are :func:`answer_rounds`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .. import _json
 from ..context import Inbound
 from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.versions import Era
@@ -25,12 +31,17 @@ from .messages import caller_key
 from .relay import relay_to
 from .stdio import StdioBackend
 
-__all__ = ["ANSWER_WITHIN_S", "STATE_PREFIX", "Asking"]
+__all__ = ["ANSWER_WITHIN_S", "STATE_PREFIX", "Asking", "answer_rounds"]
 _ASKING = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 ANSWER_WITHIN_S = 300.0
 """How long a backend's question waits for the caller's retry."""
+HAND_OVER_WAIT_S = 120.0
+"""How long a retry handed over to the instance holding the call waits for its answer."""
+_ALIVE_MS = 5000
 STATE_PREFIX = "mcpcore-proxy-ask:"
+
+log = logging.getLogger("mcpcore.compose")
 
 Send = Callable[[Relay], Awaitable[dict[str, Any]]]
 
@@ -52,6 +63,18 @@ class Asking:
 
     def __init__(self) -> None:
         self._pending: dict[str, _Pending] = {}
+        self.holder = secrets.token_hex(6)
+        """This instance's mark in the ``requestState`` of the calls it holds."""
+        self.redis: Any = None
+        self.prefix = ""
+        self._inbox: asyncio.Task[None] | None = None
+        self._handling: set[asyncio.Task[None]] = set()
+
+    def share(self, redis: Any, prefix: str) -> None:
+        """Take retries other instances hand over through Redis (``prefix``: this proxy's keys), and
+        hand over those that reach this instance for a call another holds."""
+        self.redis, self.prefix = redis, prefix
+        self._inbox = asyncio.get_running_loop().create_task(self._serve_inbox())
 
     async def request(self, backend: HttpBackend | StdioBackend, method: str, params: dict[str, Any],
                       req: Inbound | None) -> dict[str, Any]:
@@ -86,19 +109,22 @@ class Asking:
     async def resume(self, params: dict[str, Any], req: Inbound) -> dict[str, Any]:
         """The retry of a call asked about: its answer goes to the backend; the call's result, or
         its next question."""
-        state = params.get("requestState")
-        p = self._pending.pop(state, None) if isinstance(state, str) else None
-        if p is None or p.caller != caller_key(req):
+        state = str(params.get("requestState"))
+        holder = state[len(STATE_PREFIX):].partition(".")[0]
+        if state not in self._pending and self.redis is not None and holder != self.holder:
+            return await self._hand_over(state, holder, params.get("inputResponses"), req)
+        return await self._resume(state, caller_key(req), params.get("inputResponses"), req)
+
+    async def _resume(self, state: str, caller: str, answers: Any, req: Inbound | None) -> dict[str, Any]:
+        p = self._pending.pop(state, None)
+        if p is None or p.caller != caller:
             if p is not None:
-                self._pending[str(state)] = p
-            raise McpError(JsonRpcErrorCode.InvalidParams, "This answer is for a question this server is not "
-                           "waiting on: it expired, was answered already, or is held by another instance.",
-                           {"reason": "input_state_unknown"})
+                self._pending[state] = p
+            raise _unknown()
         if p.expiry is not None:
             p.expiry.cancel()
-        answers = params.get("inputResponses") or {}
         answer = answers.get("q") if isinstance(answers, dict) else None
-        p.req = req
+        p.req = req or p.req  # a retry handed over from another instance: progress and logs stay unsent
         assert p.answer is not None
         if isinstance(answer, dict):
             p.answer.set_result(answer)
@@ -119,7 +145,7 @@ class Asking:
             asked.cancel()
             return p.call.result()
         question, p.answer = asked.result()
-        state = STATE_PREFIX + secrets.token_urlsafe(24)
+        state = f"{STATE_PREFIX}{self.holder}.{secrets.token_urlsafe(24)}"
         self._pending[state] = p
         p.expiry = asyncio.get_running_loop().call_later(ANSWER_WITHIN_S, self._expire, state)
         return {"resultType": "input_required", "inputRequests": {"q": question}, "requestState": state}
@@ -130,11 +156,95 @@ class Asking:
             p.call.cancel()  # the backend's call is told (notifications/cancelled)
 
     def close(self) -> None:
-        """Cancel every call still waiting for an answer."""
+        """Cancel every call still waiting for an answer, and stop taking handed-over retries."""
+        for task in (self._inbox, *self._handling):
+            if task is not None:
+                task.cancel()
+        self._inbox = None
         for state in list(self._pending):
             self._expire(state)
+
+    # -- retries reaching another instance (Redis) ------------------------------------------------
+
+    async def _hand_over(self, state: str, holder: str, answers: Any, req: Inbound) -> dict[str, Any]:
+        """Send the retry's answers to the instance holding the call; its result, or next question."""
+        reply = f"{self.prefix}reply:{secrets.token_urlsafe(12)}"
+        inbox = f"{self.prefix}inbox:{holder}"
+        alive = f"{self.prefix}alive:{holder}"
+        if not await self.redis.exists(alive):  # no such instance (any more)
+            raise _unknown()
+        await self.redis.rpush(inbox, _json.dumps({"state": state, "caller": caller_key(req), "answers": answers,
+                                                   "reply": reply}))
+        await self.redis.pexpire(inbox, int(ANSWER_WITHIN_S * 1000))
+        got = None
+        for _ in range(int(HAND_OVER_WAIT_S // 2)):
+            got = await self.redis.blpop([reply], timeout=2)
+            if got is not None or not await self.redis.exists(alive):
+                break
+        if got is None:  # the holder went away, or did not answer in time
+            raise _unknown()
+        answer = _json.loads(got[1])
+        err = answer.get("error")
+        if isinstance(err, dict):
+            raise McpError(int(err.get("code", JsonRpcErrorCode.InternalError)), str(err.get("message", "")),
+                           err.get("data"))
+        result: dict[str, Any] = answer.get("result") or {}
+        return result
+
+    async def _serve_inbox(self) -> None:
+        inbox = f"{self.prefix}inbox:{self.holder}"
+        alive = f"{self.prefix}alive:{self.holder}"
+        while True:
+            try:
+                await self.redis.set(alive, b"1", px=_ALIVE_MS)  # other instances hand over only to a live one
+                got = await self.redis.blpop([inbox], timeout=1)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis away: try again shortly
+                log.info("handed-over retries could not be read: %s", exc)
+                await asyncio.sleep(1.0)
+                continue
+            if got is not None:
+                task = asyncio.get_running_loop().create_task(self._answer_for(_json.loads(got[1])))
+                self._handling.add(task)
+                task.add_done_callback(self._handling.discard)
+
+    async def _answer_for(self, asked: dict[str, Any]) -> None:
+        """Resume the call a handed-over retry answers; send its result (or next question) back."""
+        try:
+            out: dict[str, Any] = {"result": await self._resume(str(asked.get("state")), str(asked.get("caller")),
+                                                                asked.get("answers"), None)}
+        except McpError as exc:
+            out = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
+        except Exception as exc:
+            out = {"error": {"code": JsonRpcErrorCode.InternalError, "message": str(exc), "data": None}}
+        reply = str(asked.get("reply"))
+        await self.redis.rpush(reply, _json.dumps(out))
+        await self.redis.pexpire(reply, 60_000)
+
+
+def _unknown() -> McpError:
+    return McpError(JsonRpcErrorCode.InvalidParams, "This answer is for a question this server is not waiting on: "
+                    "it expired, was answered already, or its instance is gone.", {"reason": "input_state_unknown"})
 
 
 def _retrieved(task: asyncio.Task[Any]) -> None:
     if not task.cancelled():
         task.exception()  # the caller that went away never reads it
+
+
+async def answer_rounds(backend: HttpBackend | StdioBackend, method: str, params: dict[str, Any],
+                        result: dict[str, Any], req: Inbound, max_rounds: int = 10) -> dict[str, Any]:
+    """A 2026-07-28 backend's ``input_required`` ``result`` for a 2025 caller: each question asked
+    of the caller over its session, the request sent again with the answers, until a result."""
+    rounds = 0
+    while result.get("resultType") == "input_required" and rounds < max_rounds:
+        rounds += 1
+        answers = {}
+        for k, ask in (result.get("inputRequests") or {}).items():
+            answers[k] = await req.outbound.request(ask.get("method"), ask.get("params"))
+        again = {**params, "inputResponses": answers}
+        if result.get("requestState") is not None:
+            again["requestState"] = result["requestState"]
+        result = await backend.request(method, again, req, relay_to(req))
+    return result

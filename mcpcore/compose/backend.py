@@ -35,7 +35,7 @@ from ..protocol.versions import (
     Era,
 )
 from .h1 import ExchangeError, H1Pool, HttpxExchange, Response
-from .messages import caller_key, capabilities_for, reply_of, result_of
+from .messages import caller_key, capabilities_for, reply_of, result_of, wants_tasks
 from .sessions import SessionTable
 
 if TYPE_CHECKING:
@@ -144,12 +144,12 @@ class HttpBackend:
             return "legacy" if req.era is Era.LEGACY else "modern"
         return self.era
 
-    def _envelope(self, params: Mapping[str, Any], req: Inbound | None) -> dict[str, Any]:
+    def _envelope(self, params: Mapping[str, Any], req: Inbound | None, method: str = "") -> dict[str, Any]:
         out = dict(params)
         meta = {k: v for k, v in (out.get("_meta") or {}).items() if k not in CONNECTION_META}
         meta[META_PROTOCOL_VERSION] = MODERN_VERSIONS[0]
         meta[META_CLIENT_INFO] = self.client_info
-        meta[META_CLIENT_CAPABILITIES] = capabilities_for(req)
+        meta[META_CLIENT_CAPABILITIES] = capabilities_for(req, wants_tasks(method, params, req))
         if req is not None:
             meta[META_LOG_LEVEL] = "debug"  # every level: the proxy filters per caller
         out["_meta"] = meta
@@ -161,7 +161,7 @@ class HttpBackend:
                       relay: Relay = _ignore) -> dict[str, Any]:
         """``method`` on the backend for the caller of ``req`` (``None``: the proxy itself)."""
         if await self.era_of(req) == "modern":
-            return await self._post(method, self._envelope(params, req), None, req, relay)
+            return await self._post(method, self._envelope(params, req, method), None, req, relay)
         sent = dict(params)
         if isinstance(sent.get("_meta"), dict):
             sent["_meta"] = {k: v for k, v in sent["_meta"].items() if k not in CONNECTION_META}

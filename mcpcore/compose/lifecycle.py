@@ -4,8 +4,10 @@ parent's own handling: a caller's own lists of a backend reached with its creden
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import JsonRpcErrorCode, McpError
 from ..middleware.base import Call, CallNext, Middleware
 from .names import Namespace
 from .views import CallerViews
@@ -14,11 +16,19 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..context import Inbound
 
-__all__ = ["MountedAt", "ProxyLifecycle", "Served"]
+__all__ = ["MountedAt", "ProxyLifecycle", "Served", "cancelled_yet"]
 
-_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel", "tasks/result"})
 _LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
 _VIEW_METHODS = _LIST_METHODS | {"tools/call", "prompts/get", "resources/read", "completion/complete"}
+
+
+def cancelled_yet() -> None:
+    """Raise the running task's cancellation when a call it made turned it into an error or a result
+    (a proxy's listener must end when the proxy stops, whatever the backend's client did)."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 class MountedAt(Protocol):
@@ -46,7 +56,8 @@ class Served(Protocol):
 
 class ProxyLifecycle(Middleware):
     """Starts and stops a parent's proxies with the parent, and hands ``tasks/*`` of a backend's
-    task (its id starts with ``proxy:<namespace>:``) to that backend (2026-07-28)."""
+    task (its id starts with ``proxy:<namespace>:``) to that backend (both eras); a 2025 caller's
+    ``tasks/list`` pages through the parent's own tasks, then each backend's."""
 
     name = "proxies"
 
@@ -66,6 +77,8 @@ class ProxyLifecycle(Middleware):
             for p in self.proxies:
                 if p.views is not None:  # the caller's own lists of that backend, before its list is shaped
                     await p.views.ensure(call._req, fresh=call.method in _LIST_METHODS)
+        if call.method == "tasks/list" and call._req is not None and self.proxies:
+            return await self._list(call, call_next)
         if call.method not in _TASK_METHODS:
             return await call_next(call)
         task_id = call.params.get("taskId")
@@ -75,3 +88,33 @@ class ProxyLifecycle(Middleware):
             if task_id.startswith(p.task_prefix):
                 return await p.call(call.method, {**call.params, "taskId": task_id[len(p.task_prefix):]}, call._req)
         return await call_next(call)
+
+    async def _list(self, call: Call, call_next: CallNext) -> Any:
+        """The parent's own pages, then each backend's (its tasks' ids and its cursors prefixed
+        ``proxy:<namespace>:``); a backend without ``tasks/list`` lists none."""
+        cursor = call.params.get("cursor")
+        tasks: list[Any] = []
+        at: int | None = 0
+        rest: str | None = None
+        if not (isinstance(cursor, str) and cursor.startswith("proxy:")):
+            own = await call_next(call)
+            if own.get("nextCursor") is not None:
+                return own
+            tasks = list(own.get("tasks") or [])
+        else:
+            at = next((i for i, p in enumerate(self.proxies) if cursor.startswith(p.task_prefix)), None)
+            if at is None:
+                raise McpError(JsonRpcErrorCode.InvalidParams, "Invalid cursor.", {"reason": "invalid_cursor"})
+            rest = cursor[len(self.proxies[at].task_prefix):] or None
+        for p in self.proxies[at or 0:]:
+            try:
+                page = await p.call("tasks/list", {"cursor": rest} if rest else {}, call._req)
+            except McpError as exc:
+                if exc.code not in (JsonRpcErrorCode.MethodNotFound, JsonRpcErrorCode.InvalidParams):
+                    raise
+                page = {}
+            tasks += [t for t in page.get("tasks") or [] if isinstance(t, dict)]
+            rest = None
+            if isinstance(page.get("nextCursor"), str):
+                return {"tasks": tasks, "nextCursor": p.task_prefix + page["nextCursor"]}
+        return {"tasks": tasks}

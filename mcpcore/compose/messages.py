@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING, Any
 from .. import _json
 from ..errors import JsonRpcErrorCode, McpError
 from ..protocol.extensions import TASKS
+from ..protocol.versions import Era
 
 if TYPE_CHECKING:
     from ..context import Inbound
 
-__all__ = ["ANSWERABLE", "caller_key", "capabilities_for", "reply_of", "result_of"]
+__all__ = ["ANSWERABLE", "caller_key", "capabilities_for", "reply_of", "result_of", "wants_tasks"]
 
 ANSWERABLE = frozenset({"elicitation", "sampling", "roots"})
+_TASK_REQUESTS = frozenset({"tasks/get", "tasks/result", "tasks/cancel", "tasks/update", "tasks/list"})
 
 
 def caller_key(req: Inbound | None) -> str:
@@ -29,17 +31,29 @@ def caller_key(req: Inbound | None) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def capabilities_for(req: Inbound | None) -> dict[str, Any]:
+def capabilities_for(req: Inbound | None, tasks_asked: bool = False) -> dict[str, Any]:
     """What the proxy declares to the backend: the caller's abilities to answer questions (which the
-    proxy relays), never the caller's other capabilities."""
+    proxy relays), never the caller's other capabilities; the tasks extension when the caller
+    declared it, or when a 2025 caller's request is about tasks (``tasks_asked``)."""
     if req is None:
         return {}
     caps = req.client_capabilities or {}
     out = {k: v for k, v in caps.items() if k in ANSWERABLE}
     tasks = (caps.get("extensions") or {}).get(TASKS) if isinstance(caps.get("extensions"), dict) else None
+    if tasks is None and tasks_asked:
+        tasks = {}
     if tasks is not None:  # the caller takes tasks: the backend may answer with one (the proxy routes tasks/*)
         out["extensions"] = {TASKS: tasks}
     return out
+
+
+def wants_tasks(method: str, params: Any, req: Inbound | None) -> bool:
+    """A 2025 caller's request about tasks (a ``tools/call`` asking for one, or ``tasks/*``):
+    sent to a 2026-07-28 backend, it declares the tasks extension for the caller."""
+    if req is None or req.era is not Era.LEGACY:
+        return False
+    return method in _TASK_REQUESTS or (method == "tools/call" and isinstance(params, dict)
+                                                           and isinstance(params.get("task"), dict))
 
 
 def reply_of(status: int, kind: str, text: str, rid: Any) -> dict[str, Any]:

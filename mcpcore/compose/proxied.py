@@ -26,14 +26,16 @@ from ..protocol.extensions import TASKS
 from ..protocol.versions import Era
 from ..server.registry import Registry
 from ..server.results import tool_error_result
-from .asking import Asking
+from .asking import Asking, answer_rounds
 from .backend import BackendUnavailable, HttpBackend
-from .lifecycle import MountedAt, ProxyLifecycle
-from .relay import Completions, backend_error, relay_to
+from .lifecycle import MountedAt, ProxyLifecycle, cancelled_yet
+from .messages import wants_tasks
+from .relay import Completions, backend_error
 from .sessions import MemorySessionTable, RedisSessionTable, SessionTable
-from .stdio import StdioBackend
-from .views import CallerViews, Lists
-from .wire import Breaker, prompt_from, resource_from, template_from, tool_from, wrap_for_legacy
+from .stdio import StdioBackend, pool_options
+from .tasks import BackendTasks, retag
+from .views import CallerViews, Lists, SharedViews
+from .wire import Breaker, prompt_from, resource_from, template_from, tool_from, unavailable, wrap_for_legacy
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -52,7 +54,8 @@ _DROP_LEGACY = ("resultType", "ttlMs", "cacheScope")
 def proxy(target: str | Sequence[str], *, namespace: str | None = None, credentials: Credentials = None,
           era: str = "auto",
           required: bool = False, timeout: float = 60.0, refresh_s: float = 300.0, failures: int = 5,
-          cooldown_s: float = 5.0, transport: Any = None) -> Proxy:
+          cooldown_s: float = 5.0, transport: Any = None, max_processes: int | None = None,
+          idle_s: float | None = None) -> Proxy:
     """A remote MCP server (``http(s)://.../mcp``), or a command run as a stdio server
     (``["python", "server.py"]``), to mount: ``app.mount(proxy(url), namespace="x")``.
 
@@ -71,14 +74,17 @@ def proxy(target: str | Sequence[str], *, namespace: str | None = None, credenti
         failures, cooldown_s: the circuit breaker: after ``failures`` failures in a row, calls fail fast
             for ``cooldown_s`` (doubling while the backend stays down).
         transport: an ``httpx.AsyncBaseTransport`` for the backend (tests reach an app in process).
+        max_processes, idle_s: a stdio command's pool: at most ``max_processes`` processes (16), each
+            closed after ``idle_s`` seconds without calls (300).
     """
     if (isinstance(target, str) and not target.startswith(("http://", "https://"))) or not target:
         raise ValueError(f"proxy() takes an http(s) URL of an MCP endpoint or a command list, got {target!r}")
     if credentials is not None and not isinstance(credentials, CredentialPolicy):
         raise ConfigurationError(f"proxy(credentials=) takes a policy of mcpcore.credentials (NoCredentials, "
                                  f"StaticHeader, DelegatedToken, CallerToken), got {credentials!r}")
+    pool = pool_options(max_processes, idle_s, stdio=not isinstance(target, str))
     return Proxy(target, namespace=namespace, credentials=credentials, era=era, required=required, timeout=timeout,
-                 refresh_s=refresh_s, breaker=Breaker(failures, cooldown_s), transport=transport)
+                 refresh_s=refresh_s, breaker=Breaker(failures, cooldown_s), transport=transport, pool=pool)
 
 
 class Proxy:
@@ -86,7 +92,8 @@ class Proxy:
 
     def __init__(self, url: str | Sequence[str], *, namespace: str | None, credentials: Credentials, era: str,
                  required: bool,
-                 timeout: float, refresh_s: float, breaker: Breaker, transport: Any) -> None:
+                 timeout: float, refresh_s: float, breaker: Breaker, transport: Any,
+                 pool: dict[str, Any] | None = None) -> None:
         self.command = list(url) if not isinstance(url, str) else None
         self.url = url if isinstance(url, str) else " ".join(url)
         self.namespace = namespace
@@ -97,6 +104,7 @@ class Proxy:
         self.refresh_s = refresh_s
         self.breaker = breaker
         self.transport = transport
+        self.pool = pool or {}
         self.registry = Registry()
         self.server_info: dict[str, Any] = {"name": url}
         self.middleware: list[Middleware] = []
@@ -109,6 +117,7 @@ class Proxy:
         self._ttl_s: float | None = None
         self._entries: dict[str, dict[str, dict[str, Any]]] = {}
         self.asking = Asking()
+        self.tasks = BackendTasks(self._backend)
         self.views = CallerViews(lambda req: self._lists(("tools", "prompts", "resources", "templates"), req),
                                  lambda kind, entries: self._sync(kind, entries, union=True), refresh_s) \
             if isinstance(credentials, (DelegatedToken, CallerToken)) else None
@@ -127,8 +136,13 @@ class Proxy:
         ns = mount.ns.namespace
         table: SessionTable = MemorySessionTable() if parent.redis is None else RedisSessionTable(
             parent.redis, f"mcpcore:proxy:{ns}:", max(60, settings.session_idle_ms // 1000))
+        if parent.redis is not None:  # a 2026-07-28 caller's retry may reach another instance than its question
+            self.asking.share(parent.redis, f"mcpcore:proxy:{ns}:ask:")
+        if self.views is not None and parent.redis is not None:  # callers' lists shared by every instance
+            self.views.shared = SharedViews(parent.redis, f"mcpcore:proxy:{ns}:lists:")
         if self.command is not None:
-            self.backend = StdioBackend(self.command, name=f"proxy {ns!r}", era=self.era, timeout=self.timeout)
+            self.backend = StdioBackend(self.command, name=f"proxy {ns!r}", era=self.era, timeout=self.timeout,
+                                        **self.pool)
         else:
             self.backend = HttpBackend(self.url, name=f"proxy {ns!r}", table=table, auth=self._auth, era=self.era,
                                        timeout=self.timeout, transport=self.transport)
@@ -282,6 +296,7 @@ class Proxy:
         streams = True
         while True:
             try:
+                cancelled_yet()
                 if not fresh:
                     await self.refresh()
                 fresh = False
@@ -293,9 +308,11 @@ class Proxy:
                 if self.registry.resources:
                     wanted["resourceSubscriptions"] = list(self.registry.resources)
                 async with backend.events(wanted) as messages:
+                    cancelled_yet()  # opening the stream (subscribing) may have swallowed it
                     delay = 1.0
                     async for msg in messages:
                         await self._notified(msg)
+                        cancelled_yet()
             except asyncio.CancelledError:
                 raise
             except McpError as exc:  # the backend has no notification stream: refresh on a timer
@@ -354,18 +371,12 @@ class Proxy:
         if self.breaker.is_open and wait > 0:
             return self._unavailable(f"the backend is unavailable ({self.breaker.last_error})", wait, req, tool)
         try:
-            result = await self.asking.request(self._backend(), method, params, req)
-            rounds = 0
-            while (result.get("resultType") == "input_required" and req is not None and req.era is Era.LEGACY
-                   and rounds < 10):
-                rounds += 1  # a 2026-07-28 backend asks; a 2025 caller answers over its session
-                answers = {}
-                for k, ask in (result.get("inputRequests") or {}).items():
-                    answers[k] = await req.outbound.request(ask.get("method"), ask.get("params"))
-                again = {**params, "inputResponses": answers}
-                if result.get("requestState") is not None:
-                    again["requestState"] = result["requestState"]
-                result = await self._backend().request(method, again, req, relay_to(req))
+            if req is not None and wants_tasks(method, params, req):
+                result = await self.tasks.call(method, params, req, self.task_prefix)
+            else:
+                result = await self.asking.request(self._backend(), method, params, req)
+            if req is not None and req.era is Era.LEGACY:  # a 2026-07-28 backend asks a 2025 caller
+                result = await answer_rounds(self._backend(), method, params, result, req)
         except BackendUnavailable as exc:
             self.breaker.failure(str(exc))
             return self._unavailable(str(exc), self.breaker.retry_after() or 1.0, req, tool)
@@ -376,8 +387,8 @@ class Proxy:
         except McpError as exc:
             raise backend_error(exc) from None
         self.breaker.success()
-        if isinstance(result.get("taskId"), str) and self.mount is not None:  # a task of the backend's
-            result["taskId"] = self.task_prefix + result["taskId"]
+        if self.mount is not None:  # a task of the backend's gets the gateway's id
+            retag(result, self.task_prefix)
         if req is not None and req.era is Era.LEGACY:
             for k in _DROP_LEGACY:
                 result.pop(k, None)
@@ -386,10 +397,4 @@ class Proxy:
         return result
 
     def _unavailable(self, why: str, wait: float, req: Inbound | None, tool: bool) -> dict[str, Any]:
-        ms = max(int(wait * 1000), 1000)
-        err = McpError(JsonRpcErrorCode.ServiceUnavailable, f"{self.url} is unavailable: {why}",
-                       {"reason": "backend_unavailable", "retryAfterMs": ms,
-                        "recovery": {"hint": f"The backend is down; try again in {ms // 1000} s."}})
-        if not tool:
-            raise err
-        return tool_error_result(err, (), req.request_id if req is not None else "")
+        return unavailable(self.url, why, wait, req, tool)

@@ -31,15 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..client import Client
 from ..client.channels import StdioChannel
-from ..errors import JsonRpcErrorCode, McpError
+from ..errors import ConfigurationError, JsonRpcErrorCode, McpError
 from ..protocol.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL
 from .backend import CONNECTION_META, BackendUnavailable, Relay
-from .messages import caller_key, capabilities_for
+from .messages import caller_key, capabilities_for, wants_tasks
 
 if TYPE_CHECKING:
     from ..context import Inbound
 
-__all__ = ["StdioBackend"]
+__all__ = ["StdioBackend", "pool_options"]
 
 log = logging.getLogger("mcpcore.compose")
 
@@ -146,6 +146,21 @@ class _Process:
     async def _cancelled(self, rid: int) -> None:
         with contextlib.suppress(McpError):
             await self.client.notify("notifications/cancelled", {"requestId": rid, "reason": "the caller cancelled"})
+
+
+def pool_options(max_processes: Any, idle_s: Any, *, stdio: bool) -> dict[str, Any]:
+    """``proxy(..., max_processes=, idle_s=)`` checked: positive, and for a stdio command only."""
+    given = {k: v for k, v in (("max_processes", max_processes), ("idle_s", idle_s)) if v is not None}
+    if given and not stdio:
+        raise ConfigurationError(f"proxy({', '.join(given)}=...) sizes the process pool of a stdio command; "
+                                 "an http(s) backend has none")
+    if "max_processes" in given and (type(max_processes) is not int or max_processes < 1):
+        raise ConfigurationError(f"proxy(max_processes=) must be a whole number of processes, 1 or more; "
+                                 f"got {max_processes!r}")
+    if "idle_s" in given and (isinstance(idle_s, bool) or not isinstance(idle_s, (int, float))
+                              or not 0 < idle_s < float("inf")):
+        raise ConfigurationError(f"proxy(idle_s=) must be a number of seconds above 0; got {idle_s!r}")
+    return given
 
 
 class StdioBackend:
@@ -289,7 +304,7 @@ class StdioBackend:
         sent = dict(params)
         meta = {k: v for k, v in (sent.get("_meta") or {}).items() if k not in CONNECTION_META}
         if req is not None and proc.client.modern:
-            meta[META_CLIENT_CAPABILITIES] = capabilities_for(req)
+            meta[META_CLIENT_CAPABILITIES] = capabilities_for(req, wants_tasks(method, params, req))
             meta[META_LOG_LEVEL] = "debug"  # every level: the proxy filters per caller
         sent["_meta"] = meta
         try:

@@ -11,12 +11,14 @@ from typing import Any
 from ..definitions.prompts import PromptDefinition
 from ..definitions.resources import ResourceDefinition
 from ..definitions.schema import ArgsPlan, args_plan
+from ..definitions.tasks import TaskSupport
 from ..definitions.tools import ToolDefinition
 from ..definitions.uritemplate import UriTemplate
 from ..errors import JsonRpcErrorCode, McpError
+from ..server.results import tool_error_result
 
 __all__ = ["Breaker", "Forward", "ProxiedTool", "prompt_from", "resource_from", "template_from", "tool_from",
-           "wrap_for_legacy"]
+           "unavailable", "wrap_for_legacy"]
 
 Forward = Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]]
 
@@ -74,7 +76,15 @@ def tool_from(entry: dict[str, Any], forward: Forward) -> ToolDefinition:
                           args=_args(), call=_unused, title=_str(entry.get("title")),
                           annotations=_dict(entry.get("annotations")), meta=_dict(entry.get("_meta")),
                           icons=entry.get("icons") if isinstance(entry.get("icons"), list) else None,
-                          input_schema=schema, output_schema=_dict(entry.get("outputSchema")), forward=forward)
+                          input_schema=schema, output_schema=_dict(entry.get("outputSchema")), forward=forward,
+                          task=_task_support(entry))
+
+
+def _task_support(entry: dict[str, Any]) -> TaskSupport | None:
+    """The ``execution.taskSupport`` a 2025-era list gives (listed to 2025 callers as it was; a
+    2026-07-28 list gives none: its server alone decides)."""
+    mode = (_dict(entry.get("execution")) or {}).get("taskSupport")
+    return TaskSupport(mode) if mode in ("optional", "required") else None
 
 
 def prompt_from(entry: dict[str, Any], forward: Forward, complete: dict[str, Any]) -> PromptDefinition:
@@ -142,3 +152,15 @@ class Breaker:
         if self.failures >= self.threshold:
             self.open_until = time.monotonic() + self.cooldown
             self.cooldown = min(self.cooldown * 2, self.max)
+
+
+def unavailable(url: str, why: str, wait: float, req: Any, tool: bool) -> dict[str, Any]:
+    """A backend that is down, as the caller gets it: a tool's ``isError`` result (``tool``), else the
+    error raised; ``-32000``, ``reason: backend_unavailable``, ``retryAfterMs`` and a hint."""
+    ms = max(int(wait * 1000), 1000)
+    err = McpError(JsonRpcErrorCode.ServiceUnavailable, f"{url} is unavailable: {why}",
+                   {"reason": "backend_unavailable", "retryAfterMs": ms,
+                    "recovery": {"hint": f"The backend is down; try again in {ms // 1000} s."}})
+    if not tool:
+        raise err
+    return tool_error_result(err, (), req.request_id if req is not None else "")

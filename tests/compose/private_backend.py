@@ -1,9 +1,10 @@
 """A backend whose lists depend on who asks, for the proxy's per-caller lists: JWT auth (the
-settings from the environment), a tool only ``alice`` sees, ``tools/list`` cached for 1 s and
-``private``, and ``list_fetches`` counting the lists each subject was given."""
+settings from the environment), a tool only ``alice`` sees, ``tools/list`` cached for 1 s (or
+``PRIVATE_TTL_MS``) and ``private``, and ``list_fetches`` counting the lists each subject was given."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import Any
 
@@ -41,4 +42,5 @@ def list_fetches() -> dict[str, int]:
 
 
 app = McpApp("private-lists", "1.0", tools=[common, alice_only, list_fetches],
-             cache_hints={"tools/list": CacheHint(1000, "private")}, middleware=[CountLists()])
+             cache_hints={"tools/list": CacheHint(int(os.environ.get("PRIVATE_TTL_MS", "1000")), "private")},
+             middleware=[CountLists()])

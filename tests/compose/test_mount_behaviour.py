@@ -4,6 +4,7 @@ dependencies, tasks, Apps, and its notifications, renamed, in both eras."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ from mcpcore import Call, CallNext, Context, Depends, McpApp, McpError, Middlewa
 from mcpcore.extensions import APP_MIME_TYPE, APPS, App
 from mcpcore.testing import McpTestClient
 from tests.auth.test_http_auth import SECRET, bearer, token
+from tests.servers import run_server
 
 pytestmark = pytest.mark.anyio
 
@@ -266,3 +268,24 @@ async def test_a_proxied_backends_app_view_is_renamed_like_a_childs(era: str, ba
             assert item["uri"] == "ui://far/chart/view.html" and item["text"] == "<p>chart</p>"
     finally:
         await backend.shutdown()
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_cancelled_call_to_a_mounted_tool_is_seen_by_the_childs_handler(era: str) -> None:
+    """2025: ``notifications/cancelled``; 2026-07-28: the caller closes its request (a real server)."""
+    with run_server("tests.compose.mount_cancel_app:app") as url:
+        async with McpTestClient(url=url, era=era) as c:
+            call = asyncio.ensure_future(c.request("tools/call", {"name": "kid_wait_for_cancel", "arguments": {}},
+                                                   request_id="cancel-me"))
+            await asyncio.sleep(0.7)  # the call runs in the child's handler
+            if era == "legacy":
+                await c.notify("notifications/cancelled", {"requestId": "cancel-me", "reason": "changed my mind"})
+                await asyncio.sleep(0.2)
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError, McpError):
+                await call
+        async with McpTestClient(url=url, era="modern") as direct:
+            deadline = time.monotonic() + 5
+            while (await direct.call_tool("kid_cancellations"))["structuredContent"] != 1:
+                assert time.monotonic() < deadline, "the child's handler never saw the cancellation"
+                await asyncio.sleep(0.1)

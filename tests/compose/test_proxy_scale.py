@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from mcpcore import McpError
 from mcpcore.testing import McpTestClient
 from tests.auth.test_http_auth import SECRET, bearer, token
 from tests.scale.harness import cluster, proxy
@@ -95,3 +96,56 @@ async def test_a_backend_resource_update_reaches_a_subscribed_client_once(tmp_pa
                 with pytest.raises(TimeoutError):
                     again = await sub.next(2)
                     pytest.fail(f"delivered twice: {again}")
+
+
+async def test_a_callers_own_lists_are_fetched_once_per_ttl_across_instances(tmp_path: Path) -> None:
+    """A backend listing by who asks (``cacheScope: private``, ``ttlMs`` 30 s), reached with each
+    caller's own token: its lists are shared by both instances through Redis, per caller."""
+    port = free_port()
+    backend = f"http://127.0.0.1:{port}/mcp"
+    auth = {"MCP_AUTH_MODE": "jwt", "MCP_AUTH_SECRET_KEY": SECRET}
+    env = {"PROXY_BACKENDS": f"pv={backend}", "PROXY_BACKEND_ERA": "modern",
+           "PROXY_CALLER_AUDIENCE": "https://backend.test", **auth}
+    with run_server("tests.compose.private_backend:app", port=port, env={**auth, "PRIVATE_TTL_MS": "30000"}), \
+            cluster(tmp_path, "tests.compose.gateway_app:app", n=2, extra_env=env) as c, proxy(c.urls) as front:
+        seen: dict[str, set[str]] = {}
+        for who in ("alice", "bob"):
+            for era in ("modern", "legacy", "modern", "legacy"):  # round-robin: each instance, twice
+                headers = bearer(token(sub=who, aud="https://backend.test"))
+                async with McpTestClient(url=front, era=era, headers=headers) as cl:
+                    names = {t["name"] for t in await cl.list_tools()}
+                    assert seen.setdefault(who, names) == names, (who, names)
+        assert "pv_alice_only" in seen["alice"] and "pv_alice_only" not in seen["bob"], seen
+        async with McpTestClient(url=backend, era="modern", headers=bearer(token(sub="carol"))) as direct:
+            fetched = (await direct.call_tool("list_fetches"))["structuredContent"]
+        assert fetched.get("alice") == 1 and fetched.get("bob") == 1, fetched
+
+
+async def test_a_2026_callers_retry_reaching_the_other_instance_is_handed_over(tmp_path: Path) -> None:
+    """A 2025 backend asks during a call (three questions); each retry of the 2026-07-28 caller goes
+    to the other instance (round-robin), which hands its answer to the instance holding the
+    backend's call through Redis and returns what comes next."""
+    port = free_port()
+    backend = f"http://127.0.0.1:{port}/mcp"
+    env = {"PROXY_BACKENDS": f"be={backend}", "PROXY_BACKEND_ERA": "legacy"}
+    caps = {"elicitation": {}, "sampling": {}, "roots": {}}
+    answers = [{"action": "accept", "content": {"name": "Ada"}},
+               {"role": "assistant", "content": {"type": "text", "text": "Hi"}, "model": "m"},
+               {"roots": [{"uri": "file:///tmp", "name": "tmp"}]}]
+    with run_server(BACKEND, port=port), cluster(tmp_path, "tests.compose.gateway_app:app", n=2, extra_env=env) as c, \
+            proxy(c.urls) as front:
+        async with McpTestClient(url=front, era="modern", capabilities=caps) as cl:
+            call = {"name": "be_test_awaited_questions", "arguments": {}}
+            result = await cl.request("tools/call", call)
+            rounds = 0
+            while result.get("resultType") == "input_required":
+                assert rounds < 3, result
+                [key] = result["inputRequests"]
+                result = await cl.request("tools/call", {**call, "requestState": result["requestState"],
+                                                         "inputResponses": {key: answers[rounds]}})
+                rounds += 1
+            assert rounds == 3 and result["content"][0]["text"] == "Hi Ada (1 roots)", result
+            with pytest.raises(McpError) as stale:  # a state nobody holds: refused on either instance
+                await cl.request("tools/call", {**call, "requestState": "mcpcore-proxy-ask:gone.nope",
+                                                "inputResponses": {"q": answers[0]}})
+            assert stale.value.data["reason"] == "input_state_unknown"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcpcore import McpApp, Settings
+from mcpcore import ConfigurationError, McpApp, Settings
 from mcpcore.compose import proxy
 from mcpcore.compose.stdio import StdioBackend
 from mcpcore.testing import McpTestClient
@@ -24,9 +24,9 @@ COMMAND = [sys.executable, "-m", "mcpcore", "run", "tests.compose.stdio_backend_
 ADA = {"elicitation/create": lambda p: {"action": "accept", "content": {"name": "Ada"}}}
 
 
-def gateway(backend_era: str, **settings: Any) -> tuple[McpApp, Any]:
+def gateway(backend_era: str, pool: dict[str, Any] | None = None, **settings: Any) -> tuple[McpApp, Any]:
     app = McpApp("gateway", settings=Settings.from_env({}, **settings))
-    p = proxy(COMMAND, era=backend_era)
+    p = proxy(COMMAND, era=backend_era, **(pool or {}))
     app.mount(p, namespace="io")
     return app, p
 
@@ -95,6 +95,39 @@ async def test_the_pool_is_bounded_and_idle_processes_close() -> None:
             assert time.monotonic() < deadline, backend.processes
             await asyncio.sleep(0.1)
         assert (await a.call_tool("io_whoami"))["structuredContent"]["calls"] == 1  # a fresh process
+
+
+async def test_proxy_sizes_the_pool_a_pool_of_one_reuses_its_process_and_idle_ones_close() -> None:
+    app, p = gateway("legacy", {"max_processes": 1, "idle_s": 3.0}, auth_mode="jwt", auth_secret_key=SECRET)
+    ada, bob = bearer(token(sub="ada")), bearer(token(sub="bob"))
+    async with McpTestClient(app, era="legacy", headers=ada) as a, McpTestClient(app, era="modern", headers=bob) as b:
+        backend = backend_of(p)
+        assert (backend.max_processes, backend.idle_s) == (1, 3.0)
+        first = (await a.call_tool("io_whoami"))["structuredContent"]
+        again = (await a.call_tool("io_whoami"))["structuredContent"]
+        assert again == {"pid": first["pid"], "calls": 2, "cancelled": 0}  # one process, reused
+        other = (await b.call_tool("io_whoami"))["structuredContent"]
+        assert other["pid"] != first["pid"] and list(backend.processes) != [] and len(backend.processes) == 1
+        started = time.monotonic()
+        while backend.processes:  # closed after 3 s without calls (3 s: two calls under load stay within it)
+            assert time.monotonic() - started < 10, backend.processes
+            await asyncio.sleep(0.1)
+        assert time.monotonic() - started >= 0.5
+        assert (await b.call_tool("io_whoami"))["structuredContent"]["calls"] == 1  # a fresh process
+
+
+@pytest.mark.parametrize(("pool", "says"), [
+    ({"max_processes": 0}, "max_processes"), ({"max_processes": 1.5}, "max_processes"),
+    ({"max_processes": True}, "max_processes"), ({"idle_s": 0}, "idle_s"), ({"idle_s": -1.0}, "idle_s"),
+    ({"idle_s": float("nan")}, "idle_s"), ({"idle_s": "300"}, "idle_s")])
+def test_proxy_refuses_a_pool_that_is_not_positive(pool: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"proxy\\({says}=\\) must be"):
+        proxy(COMMAND, **pool)
+
+
+def test_an_http_backend_takes_no_pool() -> None:
+    with pytest.raises(ConfigurationError, match="stdio command"):
+        proxy("http://127.0.0.1:1/mcp", max_processes=2)
 
 
 async def test_a_log_of_one_of_several_calls_in_flight_is_not_guessed() -> None:
