@@ -11,6 +11,8 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from ..config import Settings
 from ..context import ContextServices, Inbound
 from ..context.inputs import InputRequired
@@ -31,12 +33,14 @@ from .chain import Layers, Step
 from .closing import Closing
 from .completion import complete
 from .core import Handler, ServerCore
+from .family import known_arguments, not_an_object, validation_failed
+from .invoke import Pipeline
 from .listen import listen
 from .lists import Lists
 from .notify import Notifier
 from .registry import Registry
 from .results import classify_and_log, tool_error_result
-from .tools import call_tool
+from .tools import TOOLS, call_tool
 
 if TYPE_CHECKING:
     from ..sessions.base import SessionStore
@@ -89,6 +93,8 @@ class Dispatcher:
         self._middleware: tuple[Middleware, ...] = ()
         self._steps: dict[str, Step] | None = None
         self._served: dict[Era, dict[str, bool]] = {Era.LEGACY: {}, Era.MODERN: {}}
+        self._inline: dict[str, Pipeline[Any] | None] = {}
+        """Per tool name seen: its pipeline when :meth:`handle` runs the call inline, else ``None``."""
         registry.on_change(self._invalidate)
         self._handlers: dict[str, Handler] = {
             "initialize": lifecycle.initialize,
@@ -174,9 +180,11 @@ class Dispatcher:
         methods = {*self._handlers, *self._lists}
         self.layers = Layers(middleware, self._innermost, methods) if middleware else None
         self._steps = self.layers.steps if self.layers is not None else None
+        self._inline.clear()
 
     def _invalidate(self, kind: str) -> None:
         self.lists.invalidate()
+        self._inline.clear()
         self._served[Era.LEGACY].clear()
         self._served[Era.MODERN].clear()
 
@@ -231,8 +239,42 @@ class Dispatcher:
                                    f"with {type(result).__name__}, not a result object.")
             elif method in self._lists:
                 return await self.lists.answer(rid, method, params, req)
+            elif method == "tools/call" and type(name := params.get("name")) is str and \
+                    (pipe := self._inline.get(name)) and req.request_state is None and self.core.telemetry is None:
+                # invoke's common case for a plain tool, in this coroutine (no call_tool, no invoke frame)
+                d = pipe.d
+                if d.auth:
+                    self.core.check_scopes(d.auth, req)
+                args = params.get("arguments")
+                if args is None:
+                    args = {}
+                first: InputRequired | None = None
+                try:
+                    if type(args) is not dict:
+                        raise not_an_object(pipe.family)
+                    if not pipe.covers(args):
+                        args = known_arguments(args, args.keys() - pipe.field_keys, pipe.family)
+                    validated = pipe.validate_python(args)
+                except ValidationError as exc:
+                    result = pipe.family.failed(d, validation_failed(exc, pipe.family), req)
+                except McpError as bad:
+                    result = pipe.family.failed(d, bad, req)
+                else:
+                    try:
+                        direct = pipe.direct
+                        value = await (direct(**pipe.kwargs(validated)) if direct is not None else
+                                       pipe.call(pipe.kwargs(validated)))
+                        result = pipe.shape(value, None, req, name)
+                    except InputRequired as sig:
+                        first = sig
+                    except Exception as exc:
+                        result = pipe.failure(exc, req, name)
+                    if first is not None:
+                        result = await pipe.run(self.core, validated, req, name, first)
             else:
                 result = await self._handlers[method](self.core, params, req)
+                if method == "tools/call" and type(name := params.get("name")) is str and name not in self._inline:
+                    self._learn(name)
             if req.era is ERA_MODERN:
                 result = self._modern_result(method, result)
             return result_response(rid, result)
@@ -246,6 +288,22 @@ class Dispatcher:
             count_error(err.code)
             log.error("Unhandled error in %s", method, exc_info=exc, extra={"fields": {"requestId": req.request_id}})
             return ErrorAnswer(error_response(rid, err.to_wire(req.request_id)), error_class(err))
+
+    def _learn(self, name: str) -> None:
+        """Remember whether the tool ``name`` is called inline by :meth:`handle` (after a first
+        call built its pipeline): when :func:`~mcpcore.server.tools.call_tool` would invoke it
+        and :func:`~mcpcore.server.invoke.invoke` would take its common case, no dependencies
+        and no ``Context`` (telemetry and request state are the request's, checked per call).
+        Forgotten when the registry or the methods change."""
+        if len(self._inline) >= 1024 or self._handlers["tools/call"] is not call_tool:
+            return
+        tool = self.registry.tools.get(name)
+        if tool is None:
+            return
+        pipe = tool.pipeline
+        plain = tool.visible_to is None and tool.forward is None and tool.task is None and \
+            type(pipe) is Pipeline and pipe.family is TOOLS and pipe.simple and pipe.ctx_param is None
+        self._inline[name] = pipe if plain else None
 
     def _modern_result(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         result.setdefault("resultType", "complete")
