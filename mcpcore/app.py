@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -36,7 +35,7 @@ from .side_routes import SideRoutes
 from .stack import AppState, Stack, authenticator_for, delegation_for, open_delegation, open_layers, setup_context
 from .storage.base import StorageProvider
 from .tasks import Tasks
-from .transports.http import HttpTransport, deliver_route
+from .transports.http import HttpTransport
 from .transports.http_sse import HttpSseTransport
 from .transports.live import LiveSessions
 from .wiring import Readiness, Stores, uses_request_input
@@ -45,6 +44,7 @@ __all__ = ["McpApp"]
 
 if TYPE_CHECKING:
     from .auth.delegation import Delegation
+    from .compose.mount import Composition
 
 log = logging.getLogger("mcpcore.app")
 E = TypeVar("E", bound=Extension)
@@ -125,7 +125,6 @@ class McpApp:
         for obj in (*tools, *resources, *prompts):
             self.registry.add(obj)
         self.path = path or self.settings.endpoint_path
-        self._setup = setup
         self.live = LiveSessions()
         s = self.settings
         self.authenticator = authenticator_for(s, auth)
@@ -152,20 +151,24 @@ class McpApp:
                                      cache_hints=dict(cache_hints or {}), sessions=self.sessions,
                                      sealer=RequestStateSealer.from_setting(self.settings.request_state_key),
                                      extensions=check_extensions(extensions), telemetry=self.telemetry)
-        self._started = self._draining = False
+        self._draining = False
         self.readiness = Readiness(self.stores, self.services)
         """``await app.readiness()``: ``(ready, {part: "ok" | reason})``, what ``/readyz`` answers."""
-        self.seam = Seam(self.dispatcher, self.services, self.readiness)  # what extensions plug into (plug())
-        self.skills: Any = None if skills is None else self.plug(as_skills(skills))
-        self.tasks = self.plug(Tasks(self.stores.tasks)).service
-        self.metrics = AppMetrics(s, self.telemetry, self.dispatcher, self.notifier, self.stores, self.tasks) \
-            if s.metrics_enabled else None
-        """Prometheus metrics (``MCP_METRICS_ENABLED``), served at ``MCP_METRICS_PATH``; ``None``: off."""
         self.stack = Stack(s, self.authenticator, self.services, storage, self.events, middleware,
                            self.stores.state_kind, self.telemetry)
         """The app's layers (:mod:`mcpcore.stack`); ``app.layers`` lists them."""
         self.middleware: list[Middleware] = self.stack.middleware
         self.dispatcher.use(self.middleware)
+        self.seam = Seam(self.dispatcher, self.services, self.readiness, self.notifier, middleware=self.middleware,
+                         probes=self.stores.probes, redis=self.redis,
+                         own_state=None if storage is None else self.stack.state,
+                         setup=None if setup is None else lambda: setup_context(setup, self))
+        """What extensions plug into (:meth:`plug`) and what a parent mounting this app sees of it."""
+        self.skills: Any = None if skills is None else self.plug(as_skills(skills))
+        self.tasks = self.plug(Tasks(self.stores.tasks)).service
+        self.metrics = AppMetrics(s, self.telemetry, self.dispatcher, self.notifier, self.stores, self.tasks) \
+            if s.metrics_enabled else None
+        """Prometheus metrics (``MCP_METRICS_ENABLED``), served at ``MCP_METRICS_PATH``; ``None``: off."""
         self._side = self.plug(SideRoutes(self.path, self.authenticator, landing, self.metrics))
         # what the transports serve with, built once: HTTP and HTTP+SSE take this one, stdio Runtime.stdio();
         # startup() for HTTP sets the resolved session mode (resolving fails at serve, not here)
@@ -179,7 +182,8 @@ class McpApp:
         self._exit: contextlib.AsyncExitStack | None = None
         self._mode: str | None = None
         self._server_checked = False  # the lifespan put the HTTP ceilings on the server (or said it cannot)
-        self.composition: Any = None  # what this app mounts (mcpcore.compose.Composition)
+        self.composition: Composition | None = None
+        """What this app mounts (:meth:`mount`), once it mounts something."""
         for namespace, child in (mounts or {}).items():
             self.mount(child, namespace)
 
@@ -194,7 +198,7 @@ class McpApp:
     def include_fastapi(self, api: Any, *, routes: Any = None, **options: Any) -> Any:
         """A FastAPI app's routes as tools called in process (:func:`mcpcore.openapi.fastapi_tools`)."""
         from .openapi import fastapi_tools
-        self.include(*(built := fastapi_tools(api, routes=routes, owner=self, **options)))
+        self.include(*(built := fastapi_tools(api, routes=routes, **options)))
         return built
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
@@ -220,23 +224,21 @@ class McpApp:
 
     def mount(self, child: Any, namespace: str, *, separator: str | None = None) -> McpApp:
         """Serve ``child``'s definitions under ``namespace``, a live link (:func:`mcpcore.compose.mount`)."""
-        from .compose import mount
-        mount(self, child, namespace, separator=separator)
+        from .compose.mount import Composition
+        comp = self.composition = self.composition or Composition(self.seam)
+        comp.mount(child.seam if isinstance(child, McpApp) else child, namespace, separator=separator)
         return self
 
     def plug(self, extension: E) -> E:
         """Serve ``extension`` (tasks, skills, your own) through :attr:`seam`, before the app starts."""
-        if self._started:
+        if self.readiness.started:
             raise RuntimeError("plug extensions in before the app starts")
         extension.plug_into(self.seam)
         return extension
 
     def add_middleware(self, layer: Middleware) -> McpApp:
         """Add a layer inside those already there (before the app starts)."""
-        if self._started:
-            raise RuntimeError("add middleware before the app starts")
-        self.middleware.append(layer)
-        self.dispatcher.use(self.middleware)
+        self.seam.add_middleware(layer)
         return self
 
     @property
@@ -256,6 +258,11 @@ class McpApp:
     # -- lifecycle ------------------------------------------------------------------------------
 
     @property
+    def started(self) -> bool:
+        """Whether the app has started (:meth:`startup`) and not shut down since."""
+        return self.readiness.started
+
+    @property
     def session_mode(self) -> str:
         if self._mode is None:
             self._mode = self.settings.resolve_session_mode(self.session_mode_decl)
@@ -263,7 +270,7 @@ class McpApp:
 
     async def startup(self, *, transport: str = "http") -> None:
         """Open stores and start background work (idempotent). Run by the ASGI lifespan."""
-        if self._started:
+        if self.readiness.started:
             return
         ensure_logging(self.settings.log_level)  # plain uvicorn: JSON lines unless logging is set up
         if transport == "http":
@@ -277,21 +284,20 @@ class McpApp:
         try:
             await open_layers(exit_stack, self.stack.framework, self.settings, self.redis)
             await open_delegation(exit_stack, self.delegation, self.redis)
-            await self.stores.open(exit_stack, functools.partial(_on_route, self.live), self.seam.starts,
-                                   self.settings)
+            await self.stores.open(exit_stack, self.seam.starts, self.settings)
             if self.metrics is not None:
                 await self.metrics.open(exit_stack)
             self.dispatcher.closing.reset()
             sweeper = asyncio.get_running_loop().create_task(self.stores.sweep_forever())
             exit_stack.callback(sweeper.cancel)
             await open_layers(exit_stack, self.stack.middleware, self.settings, self.redis)
-            if self._setup is not None:
-                await exit_stack.enter_async_context(setup_context(self._setup, self))
+            if self.seam.setup is not None:
+                await exit_stack.enter_async_context(self.seam.setup())
         except BaseException:
             await exit_stack.aclose()
             raise
         self._exit = exit_stack
-        self._started = self.readiness.started = True
+        self.readiness.started = True
         log.info("mcpcore %s serving %s %s", __version__, self.server_info["name"], self.server_info["version"],
                  extra={"fields": {"tools": len(self.registry.tools), "sessionMode": self._mode}})
 
@@ -307,9 +313,9 @@ class McpApp:
 
     async def shutdown(self) -> None:
         """End streams, cancel in-flight work, close what startup opened."""
-        if not self._started:
+        if not self.readiness.started:
             return
-        self._started = self.readiness.started = False
+        self.readiness.started = False
         self.dispatcher.closing.set()
         self.live.close_all()
         await asyncio.sleep(0)
@@ -327,12 +333,12 @@ class McpApp:
             await self.shutdown()
 
     async def _ensure_started(self) -> None:
-        if self._started:
+        if self.readiness.started:
             return
         if self._start_lock is None:
             self._start_lock = asyncio.Lock()
         async with self._start_lock:
-            if not self._started:
+            if not self.readiness.started:
                 log.warning("mcpcore started on the first request: the host did not run its lifespan, so it will "
                             "not shut down cleanly (pass lifespan=mcp.lifespan to the host app)")
                 await self.startup()
@@ -344,7 +350,7 @@ class McpApp:
         if kind == "http":
             if self._draining:
                 send = connection_close(send)
-            if not self._started:
+            if not self.readiness.started:
                 await self._ensure_started()
             http = self._http
             if http is None:  # the first request: the lifespan may not have run (--lifespan off, a host app)
@@ -390,9 +396,3 @@ class McpApp:
         """Serve until interrupted: HTTP with uvicorn, or stdio."""
         serve(self, transport or self.settings.transport, host=host or self.settings.http_host,
               port=port if port is not None else self.settings.http_port)
-
-
-def _on_route(live: LiveSessions, event: dict[str, Any]) -> None:
-    """A bus event: a client's answer or cancellation for a handler that may wait in this process."""
-    if event.get("kind") == "route":
-        deliver_route(live, event)

@@ -28,6 +28,7 @@ from .sessions.memory import MemorySessionStore
 from .sessions.streams import StreamSlots
 from .store_kinds import StoreKind, store_kind
 from .tasks.base import TaskStore
+from .transports.http.sessions import deliver_route
 from .transports.live import LiveSessions
 
 if TYPE_CHECKING:
@@ -101,12 +102,13 @@ class Stores:
             return None
         return self._memory_events.total_bytes, self._memory_events.largest_session_bytes()
 
-    async def open(self, stack: contextlib.AsyncExitStack, on_route: Callable[[dict[str, Any]], None],
+    async def open(self, stack: contextlib.AsyncExitStack,
                    starts: Iterable[tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]] = (),
                    settings: Settings | None = None) -> None:
-        """Start the bus (``on_route`` gets its events) and keep shared caches coherent, then each
-        extension's ``(start, close)`` (tasks listen to the bus); ``stack`` closes what this
-        opened, in reverse. ``settings``: the app's, for a shared store's startup check."""
+        """Start the bus (a client's answer or cancellation it carries reaches the handler waiting in
+        this process) and keep shared caches coherent, then each extension's ``(start, close)`` (tasks
+        listen to the bus); ``stack`` closes what this opened, in reverse. ``settings``: the app's, for a
+        shared store's startup check."""
         if self.redis is not None:
             stack.push_async_callback(self.redis.aclose)
             from .redis_startup import check_redis
@@ -117,7 +119,7 @@ class Stores:
                 stack.callback(retrying.cancel)
         await self.bus.start()
         stack.push_async_callback(self.bus.close)
-        self.bus.subscribe(on_route)
+        self.bus.subscribe(self._on_route)
         if self._redis_sessions is not None and self._redis_bus is not None:  # records cached, kept coherent
             stack.callback(self._redis_sessions.attach(self._redis_bus))
         for start, close in starts:
@@ -125,6 +127,10 @@ class Stores:
             stack.push_async_callback(close)
         if self.redis is not None:
             stack.callback(self.stream_slots.close)  # runs first: streams ending now touch Redis no more
+
+    def _on_route(self, event: dict[str, Any]) -> None:
+        if event.get("kind") == "route":
+            deliver_route(self.live, event)
 
     async def readiness(self, state_ping: Callable[[], Awaitable[Any]] | None,
                         started: bool) -> tuple[bool, dict[str, str]]:

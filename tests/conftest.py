@@ -45,3 +45,19 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     with redis_server(tmp_path_factory.mktemp("redis") / "redis.log") as (url, _):
         yield url
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Coverage runs in this process (make test sets ``COVERAGE_PROCESS_START``); the servers and
+    tools the tests start are not traced, so the variable goes, except in an xdist controller,
+    whose workers need it to start their own coverage."""
+    distributing = bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
+    if not distributing:
+        os.environ.pop("COVERAGE_PROCESS_START", None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with a ``slow`` test first, so that two streams (make test) do not end on one long
+    module while the other stream has nothing left; the order within each group is kept."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)

@@ -233,6 +233,11 @@ def _inspector_args(step: dict[str, Any]) -> list[str]:
             *(f"{k}={v}" for k, v in step["arguments"].items())]
 
 
+# The CLI's own 15 s to connect is too short for a stdio server started four at a time beside a
+# second stream of tests on two cores (seen: make test's parallel phase); the test's timeout stays 120 s.
+CONNECT_TIMEOUT = ["--connect-timeout", "60000"]
+
+
 def _inspector(args: list[str], era: str, transport: str, url: str, home: Path) -> subprocess.CompletedProcess[str]:
     launcher = ensure_node.ensure("inspector") / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / \
         "build" / "index.js"
@@ -241,8 +246,8 @@ def _inspector(args: list[str], era: str, transport: str, url: str, home: Path) 
     env = {**ensure_node.env(), "HOME": str(home), "MCP_CATALOG_PATH": str(home / "catalog.json"),
            "MCP_CLIENT_CONFIG_PATH": str(home / "client.json")}
     return subprocess.run([str(ensure_node.node_bin() / "node"), str(launcher), "--cli", *url_arg, "--format", "json",
-                           "-q", "--protocol-era", era, *args, *command], env=env, capture_output=True, text=True,
-                          timeout=120, cwd=home)
+                           "-q", "--protocol-era", era, *CONNECT_TIMEOUT, *args, *command], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=home)
 
 
 def _inspector_row(cases: list[Case], era: str, transport: str, url: str, home: Path) -> dict[str, Any]:

@@ -214,6 +214,7 @@ async def test_depth_limit() -> None:
         assert r.status_code == 400
 
 
+@pytest.mark.serial
 async def test_abandoned_sessions_never_lock_new_clients_out() -> None:
     app = example_app(max_sessions=20_000)
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -233,6 +234,7 @@ async def test_abandoned_sessions_never_lock_new_clients_out() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 async def test_sigterm_under_load_drains_within_five_seconds() -> None:
     with run_server(env={"MCP_LOG_LEVEL": "warning"}) as url:
         proc = PROCESSES[url]

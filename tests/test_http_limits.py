@@ -218,6 +218,7 @@ def _timed_close(port: int, first: bytes, trickle: bytes = b"", every: float = 0
         return out, time.monotonic() - start
 
 
+@pytest.mark.serial
 def test_trickled_header_lines_are_answered_408_at_the_deadline(echo: tuple[int, int]) -> None:
     port, _ = echo
     results: list[tuple[bytes, float]] = []
@@ -233,6 +234,7 @@ def test_trickled_header_lines_are_answered_408_at_the_deadline(echo: tuple[int,
         assert DEADLINE - 0.05 <= elapsed < DEADLINE + SLACK, elapsed
 
 
+@pytest.mark.serial
 def test_a_later_request_on_a_kept_alive_connection_has_its_own_header_deadline(echo: tuple[int, int]) -> None:
     port, _ = echo
     with connect(port) as s:
@@ -246,6 +248,7 @@ def test_a_later_request_on_a_kept_alive_connection_has_its_own_header_deadline(
         assert time.monotonic() - start < DEADLINE + SLACK
 
 
+@pytest.mark.serial
 def test_a_withheld_body_is_answered_408_and_the_app_sees_a_disconnect(echo: tuple[int, int]) -> None:
     port, _ = echo
     seen = int(exchange(port, head("/seen")).rsplit(b"\r\n\r\n", 1)[1])

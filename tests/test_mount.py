@@ -20,7 +20,7 @@ async def test_starlette_mount_with_lifespan() -> None:
     mcp = example_app()
     host = Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=mcp.lifespan)
     async with host.router.lifespan_context(host):
-        assert mcp._started
+        assert mcp.started
         async with McpTestClient(host, url="http://127.0.0.1:8000/mcp/") as c:
             assert c.session_id
             assert any(t["name"] == "search" for t in await c.list_tools())
@@ -35,7 +35,7 @@ async def test_starlette_route_serves_the_exact_path() -> None:
     host = Starlette(routes=[Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"])], lifespan=mcp.lifespan)
     async with host.router.lifespan_context(host), McpTestClient(host, url="http://127.0.0.1:8000/mcp") as c:
         assert (await c.call_tool("test_simple_text"))["content"]
-    assert not mcp._started
+    assert not mcp.started
 
 
 async def test_fastapi_mount_and_other_routes_untouched() -> None:

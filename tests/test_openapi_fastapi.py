@@ -165,6 +165,26 @@ async def test_strict_output_names_the_field(caplog: pytest.LogCaptureFixture) -
         assert bad["data"]["issues"] == [{"path": "count", "message": "should be of type integer"}]
 
 
+def test_owner_is_deprecated_and_include_fastapi_passes_no_app() -> None:
+    """``fastapi_tools(owner=...)`` warns (docs/versioning.md) and still stores it; ``include_fastapi``
+    gives no owner (nothing reads it), so it warns about nothing and the tools hold no app."""
+    import warnings
+
+    from mcpcore import McpApp
+    from mcpcore.openapi import fastapi_tools
+    from tests.apps.openapi_fastapi import miscounting_api
+
+    api = miscounting_api()
+    marker = object()
+    with pytest.warns(DeprecationWarning, match=r"owner=.*removed in mcpcore 0\.4\.0") as caught:
+        built = fastapi_tools(api, routes=["GET /count"], owner=marker)
+    assert built.owner is marker and caught[0].filename == __file__  # stacklevel: the caller's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        included = McpApp("c", settings=Settings.from_env({})).include_fastapi(api, routes=["GET /count"])
+    assert included.owner is None and [t.name for t in included] == [t.name for t in built]
+
+
 async def test_streams_and_downloads_stay_bounded(shop: tuple[Any, Any]) -> None:
     api, _ = shop
     streamed = api.state.streamed

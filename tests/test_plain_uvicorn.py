@@ -46,12 +46,14 @@ def test_too_many_header_lines_are_answered_431(plain: tuple[int, str, int]) -> 
     assert status_of(answer) == 431
 
 
+@pytest.mark.serial
 def test_an_unfinished_head_is_answered_408_at_the_deadline(plain: tuple[int, str, int]) -> None:
     port, _, _ = plain
     answer, elapsed = _timed_close(port, head()[:-2])
     assert status_of(answer) == 408 and DEADLINE - 0.05 <= elapsed < DEADLINE + SLACK, elapsed
 
 
+@pytest.mark.serial
 def test_a_dribbled_head_is_answered_408_at_the_deadline(plain: tuple[int, str, int]) -> None:
     port, _, _ = plain
     answer, elapsed = _timed_close(port, head()[:-2], b"X-Slow: 1\r\n")

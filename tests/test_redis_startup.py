@@ -30,7 +30,7 @@ async def refusal(s: Settings) -> str:
     app = McpApp("t", "1", settings=s)
     with pytest.raises(ConfigurationError) as stopped:
         await app.startup()
-    assert not app._started
+    assert not app.started
     return str(stopped.value)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpcore import McpApp, Settings, tool
+from mcpcore import McpApp, Middleware, Settings, tool
 from mcpcore.context import Inbound
 from mcpcore.extensions import Seam
 from mcpcore.server.core import ServerCore
@@ -104,3 +104,36 @@ async def test_the_transports_share_the_apps_one_runtime_and_stdio_a_copy_of_it(
         assert (stdio.session_mode, stdio.auth, stdio.shared, stdio.stream_slots) == ("stateful", None, False, None)
     finally:
         await app.shutdown()
+
+
+async def test_started_is_one_fact_read_by_the_app_the_seam_and_readiness() -> None:
+    app = McpApp("x", settings=Settings.from_env({}))
+    assert not hasattr(app, "_started")  # one holder: the readiness check
+    assert (app.started, app.seam.started, app.readiness.started) == (False, False, False)
+    async with McpTestClient(app):
+        assert (app.started, app.seam.started, app.readiness.started) == (True, True, True)
+        with pytest.raises(RuntimeError, match="before the app starts"):
+            app.seam.add_middleware(Middleware())
+    assert (app.started, app.seam.started, app.readiness.started) == (False, False, False)
+
+
+async def test_an_extension_adds_middleware_and_a_readiness_part_through_the_seam() -> None:
+    seen: list[str] = []
+
+    class Tagging(Middleware):
+        async def on_call_tool(self, call: Any, call_next: Any) -> Any:
+            seen.append(call.params["name"])
+            return await call_next(call)
+
+    class Watch:
+        def plug_into(self, seam: Seam) -> None:
+            seam.add_middleware(Tagging())
+            seam.add_probe(lambda: ({"watch": "down"}, False))
+
+    app = McpApp("x", tools=[plain], settings=Settings.from_env({}))
+    app.plug(Watch())
+    assert [type(m).__name__ for m in app.middleware] == ["Tagging"] and app.seam.middleware is app.middleware
+    async with McpTestClient(app) as c:
+        await c.call_tool("plain", {})
+        ready, checks = await app.readiness()
+    assert seen == ["plain"] and ready and checks["watch"] == "down"

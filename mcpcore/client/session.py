@@ -130,7 +130,7 @@ class Session:
             return
         if self.app is not None:
             if hasattr(self.app, "startup"):
-                self._owns_app = not getattr(self.app, "_started", False)
+                self._owns_app = not getattr(self.app, "started", False)
                 await self.app.startup()
             transport: httpx.AsyncBaseTransport = StreamingASGITransport(self.app)
         else:

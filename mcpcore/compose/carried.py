@@ -23,7 +23,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..context import ContextServices, Inbound
-from ..layer import setup_context
 from ..middleware.base import Middleware
 from ..server.dependencies import Overrides, Resolution
 from ..server.invoke import Pipeline
@@ -33,6 +32,7 @@ from ..server.tools import TOOLS
 
 if TYPE_CHECKING:
     from ..config import Settings
+    from ..extensions.seam import Seam
     from ..server.core import ServerCore
 
 __all__ = ["ChildLifecycle", "MountedPipeline", "family_of"]
@@ -48,9 +48,9 @@ def family_of(d: Any) -> Any:
 
 class Carrier:
     """What one mount carries into each invocation of its child's definitions (and, for a definition
-    the child itself mounts, what that mount carries, inside)."""
+    the child itself mounts, what that mount carries, inside). ``child``: the child app's seam."""
 
-    def __init__(self, child: Any, enter: Callable[[], Any], leave: Callable[[Any], None],
+    def __init__(self, child: Seam, enter: Callable[[], Any], leave: Callable[[Any], None],
                  inner: Carrier | None = None) -> None:
         self.child = child
         self.enter = enter
@@ -73,17 +73,18 @@ class Carrier:
 
     def services(self, outer: ContextServices) -> ContextServices:
         """``outer`` (the parent's services) with the child's ``app.state`` and, when it has its own, its store."""
-        own = self.child.stack.state.given is not None
-        return dataclasses.replace(outer, app_state=self.child.state,
+        own = self.child.own_state is not None
+        return dataclasses.replace(outer, app_state=self.child.services.app_state,
                                    state=self.child.services.state if own else outer.state)
 
     def overrides(self, core: ServerCore) -> Overrides | None:
         """The parent's overrides, then the child's (then those of a child it mounts)."""
-        maps = [m for m in (core.dependency_overrides, *(c.child.dependency_overrides for c in self.chain())) if m]
+        maps = [m for m in (core.dependency_overrides, *(c.child.core.dependency_overrides for c in self.chain()))
+                if m]
         return maps[0] if len(maps) == 1 else ChainMap(*maps) if maps else core.dependency_overrides
 
     def overridden(self, core: ServerCore) -> bool:
-        return bool(core.dependency_overrides) or any(c.child.dependency_overrides for c in self.chain())
+        return bool(core.dependency_overrides) or any(c.child.core.dependency_overrides for c in self.chain())
 
     @contextlib.contextmanager
     def around(self, req: Inbound) -> Any:
@@ -148,27 +149,24 @@ class ChildLifecycle(Middleware):
 
     name = "mounted children's set-up"
 
-    def __init__(self, comp: Any) -> None:
-        """``comp``: the parent's :class:`~mcpcore.compose.mount.Composition`."""
-        self.comp = comp
+    def __init__(self, children: Callable[[], list[Seam]]) -> None:
+        """``children``: the seams of the apps the parent mounts, in order."""
+        self.children = children
         self._exit: contextlib.AsyncExitStack | None = None
 
     async def startup(self, settings: Settings, redis: Any = None) -> None:
         stack = contextlib.AsyncExitStack()
         await stack.__aenter__()
         try:
-            for m in self.comp.mounts:
-                child = getattr(m, "app", None)
-                if child is None:
-                    continue
-                if child.stack.state.given is not None:
-                    await child.stack.state.startup(child.settings, redis)
-                    stack.push_async_callback(child.stack.state.shutdown)
+            for child in self.children():
+                if child.own_state is not None:
+                    await child.own_state.startup(child.settings, redis)
+                    stack.push_async_callback(child.own_state.shutdown)
                 for layer in child.middleware:
                     await layer.startup(child.settings, redis)
                     stack.push_async_callback(layer.shutdown)
-                if child._setup is not None:
-                    await stack.enter_async_context(setup_context(child._setup, child))
+                if child.setup is not None:
+                    await stack.enter_async_context(child.setup())
         except BaseException:
             await stack.aclose()
             raise

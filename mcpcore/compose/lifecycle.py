@@ -7,17 +7,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..middleware.base import Call, CallNext, Middleware
+from .names import Namespace
 from .views import CallerViews
 
 if TYPE_CHECKING:
     from ..config import Settings
     from ..context import Inbound
 
-__all__ = ["ProxyLifecycle", "Served"]
+__all__ = ["MountedAt", "ProxyLifecycle", "Served"]
 
 _TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 _LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
 _VIEW_METHODS = _LIST_METHODS | {"tools/call", "prompts/get", "resources/read", "completion/complete"}
+
+
+class MountedAt(Protocol):
+    """What a proxy reads of the mount serving it (a :class:`~mcpcore.compose.Mount`)."""
+
+    ns: Namespace
+    held: dict[str, list[str]] | None
 
 
 class Served(Protocol):

@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import warnings
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..bus.base import BusEvent, NotificationBus
 from ..context import Context, Inbound
@@ -24,13 +25,19 @@ from ..definitions.tools import ToolDefinition
 from ..definitions.uritemplate import UriTemplate
 from ..errors import ConfigurationError
 from ..extensions.apps import FLAT_KEY, App
+from ..extensions.seam import Seam
 from .carried import Carrier, ChildLifecycle, MountedPipeline, family_of
 from .names import Namespace, check_namespace
 
 if TYPE_CHECKING:
+    from ..middleware.base import Middleware
+    from ..server.notify import Notifier
     from ..server.registry import Registry
+    from .layers import ChildLayers
+    from .lifecycle import ProxyLifecycle
+    from .proxied import Proxy
 
-__all__ = ["Composition", "Mount", "composition_of", "mount"]
+__all__ = ["Composition", "Mount", "mount"]
 
 Definition = ToolDefinition | PromptDefinition | ResourceDefinition
 KINDS = ("tools", "prompts", "resources")
@@ -59,15 +66,16 @@ class _ChildBus:
     """The child's bus once mounted: what ``child.notify`` publishes goes to the parent's bus, renamed
     (through the parent's own mount, when the parent is mounted in turn)."""
 
-    def __init__(self, parent: Any, ns: Namespace) -> None:
+    def __init__(self, parent: Notifier, ns: Namespace) -> None:
         self.parent = parent
+        """The parent's notifier (its bus read at each event: the parent may be mounted later)."""
         self.ns = ns
 
     async def publish(self, event: BusEvent) -> None:
-        await self.parent.notifier.bus.publish(rename_event(event, self.ns))
+        await self.parent.bus.publish(rename_event(event, self.ns))
 
     def subscribe(self, callback: Callable[[BusEvent], None]) -> Callable[[], None]:
-        bus: NotificationBus = self.parent.notifier.bus
+        bus: NotificationBus = self.parent.bus
         return bus.subscribe(callback)
 
     async def start(self) -> None:
@@ -122,16 +130,32 @@ def renamed_meta(meta: dict[str, Any] | None, ns: Namespace) -> dict[str, Any] |
     return out
 
 
+class Source(Protocol):
+    """What a mount reads of its child: a child app's :class:`~mcpcore.extensions.Seam`, or a proxy."""
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def server_info(self) -> dict[str, Any]: ...
+
+    @property
+    def middleware(self) -> list[Middleware]: ...
+
+
 class Mount:
     """One child behind one namespace in one parent."""
 
-    def __init__(self, comp: Composition, child: Any, ns: Namespace, *, app: bool = True) -> None:
+    def __init__(self, comp: Composition, child: Source, ns: Namespace) -> None:
         self.comp = comp
         self.child = child
+        """The child's seam (an app in process), or the proxy."""
         self.ns = ns
-        self.app = child if app else None
-        """The child when it is an app in process (``None``: a proxy)."""
-        self.carrier = Carrier(child, lambda: _enter(ns), _serving.reset) if app else None
+        self.app = child if isinstance(child, Seam) else None
+        """The child's seam when it is an app in process (``None``: a proxy)."""
+        self.proxy: Proxy | None = None
+        """The child when it is a proxy."""
+        self.carrier = Carrier(self.app, lambda: _enter(ns), _serving.reset) if self.app is not None else None
         self.apps: dict[App, App] = {}
         """The child's MCP Apps and the parent's copies of them, their views renamed."""
         self.where = f"mount {ns.namespace!r} (app {child.server_info.get('name')!r})"
@@ -183,7 +207,7 @@ class Mount:
         present = set(current)
         gone = [d for d in table if d not in present]
         new = [(d, self.copy(d)) for d in current if d not in table]
-        registry = self.comp.parent.registry
+        registry = self.comp.seam.registry
         for d, c in new:  # check every name before changing anything
             self.comp.check_free(kind, key_of(c), self, key_of(d))
         changed: list[str] = []
@@ -217,25 +241,29 @@ def remove(registry: Registry, d: Definition) -> None:
 
 
 class Composition:
-    """What a parent app mounts: each mount, and which mount serves each of the parent's names."""
+    """What a parent app mounts: each mount, and which mount serves each of the parent's names.
 
-    def __init__(self, parent: Any) -> None:
-        self.parent = parent
+    It sees the parent through the parent's :class:`~mcpcore.extensions.Seam` (its registry, notifier,
+    middleware, readiness probes, settings), and each child app through the child's own seam."""
+
+    def __init__(self, seam: Seam) -> None:
+        self.seam = seam
+        """The parent's seam."""
         self.mounts: list[Mount] = []
         self.owners: dict[tuple[str, str], Mount] = {}
-        self.layers: Any = None
+        self.layers: ChildLayers | None = None
         self.lifecycle: ChildLifecycle | None = None
-        self.proxies: Any = None
-        parent.services.notify = _RenamingNotify(parent.services.notify)
+        self.proxies: ProxyLifecycle | None = None
+        seam.services.notify = _RenamingNotify(seam.services.notify)
 
     def check_free(self, kind: str, name: str, mount: Mount, child_name: str) -> None:
-        r = self.parent.registry
+        r = self.seam.registry
         taken = name in r.tools if kind == "tools" else name in r.prompts if kind == "prompts" else (
             name in r.resources or any(t.uri == name for t in r.templates))
         if not taken:
             return
         owner = self.owners.get((kind, name))
-        other = owner.where if owner is not None else f"the parent app {self.parent.server_info.get('name')!r}"
+        other = owner.where if owner is not None else f"the parent app {self.seam.server_info.get('name')!r}"
         noun = {"tools": "tool", "prompts": "prompt", "resources": "resource"}[kind]
         raise ConfigurationError(
             f"{mount.where}: {noun} {name!r} (the child's {child_name!r}) collides with the {noun} {name!r} "
@@ -245,10 +273,11 @@ class Composition:
         """Each proxied backend's state for ``/readyz``, and whether one that is required is down."""
         parts: dict[str, str] = {}
         failing = False
-        for p in self.proxies.proxies if self.proxies is not None else ():
-            state, fails = p.readiness()
-            parts[f"proxy:{p.mount.ns.namespace}"] = state
-            failing = failing or fails
+        for m in self.mounts:
+            if m.proxy is not None:
+                state, fails = m.proxy.readiness()
+                parts[f"proxy:{m.ns.namespace}"] = state
+                failing = failing or fails
         return parts, failing
 
     def on_child_change(self, mount: Mount, kind: str) -> None:
@@ -257,75 +286,90 @@ class Composition:
         changed = mount.sync(kind)
         if mount.held is not None:
             mount.held.setdefault(kind, []).extend(changed)
-        elif changed and self.parent._started:
-            self.parent.notifier.publish({"kind": kind, "origin": None, "names": changed})
+        elif changed and self.seam.started:
+            self.seam.notifier.publish({"kind": kind, "origin": None, "names": changed})
 
+    def children(self) -> list[Seam]:
+        """The seams of the apps mounted in process, in order of mounting."""
+        return [m.app for m in self.mounts if m.app is not None]
 
-def composition_of(parent: Any) -> Composition:
-    comp: Composition | None = parent.composition
-    if comp is None:
-        comp = parent.composition = Composition(parent)
-    return comp
+    def mount(self, child: object, namespace: str | None = None, *, separator: str | None = None) -> Mount:
+        """Serve ``child``'s definitions (a child app's seam, or a :func:`~mcpcore.compose.proxy`) under
+        ``namespace`` (see :meth:`McpApp.mount`)."""
+        from .proxied import Proxy, ProxyLifecycle
 
+        parent = self.seam
+        s = parent.settings
+        sep = separator if separator is not None else s.mount_separator
+        if namespace is None and isinstance(child, Proxy):
+            namespace = child.namespace
+        if namespace is None:
+            raise ConfigurationError("mount needs a namespace (mount(child, namespace=...))")
+        check_namespace(namespace, sep)
+        if isinstance(child, Proxy) and parent.started:
+            raise ConfigurationError("mount a proxy before the parent starts")
+        if not isinstance(child, (Seam, Proxy)):
+            raise ConfigurationError(f"mount takes an McpApp (or a proxy(...) source), got {child!r}")
+        if child is parent:
+            raise ConfigurationError("an app cannot mount itself")
+        if any(m.ns.namespace == namespace for m in self.mounts):
+            raise ConfigurationError(f"namespace {namespace!r} is already mounted in "
+                                     f"{parent.server_info.get('name')!r}")
+        if parent.started and isinstance(child, Seam) and (
+                child.middleware or child.setup is not None or child.own_state is not None):
+            raise ConfigurationError("mount a child with middleware, a setup hook or its own storage before the "
+                                     "parent starts (they start with the parent)")
+        ns = Namespace(namespace, sep, s.tool_name_limit, s.tool_name_client_prefix)
+        m = Mount(self, child, ns)
+        for kind in KINDS:
+            try:
+                m.sync(kind)
+            except ConfigurationError:
+                for k in KINDS:  # leave the parent as it was
+                    for c in m.copies[k].values():
+                        remove(parent.registry, c)
+                        self.owners.pop((k, key_of(c)), None)
+                raise
+        self.mounts.append(m)
+        child.registry.on_change(lambda kind: self.on_child_change(m, kind))
+        if isinstance(child, Proxy):
+            m.proxy = child
+            child.attach(parent, m)
+            if self.proxies is None:
+                self.proxies = ProxyLifecycle()
+                parent.add_middleware(self.proxies)
+                parent.add_probe(self.proxy_readiness)
+            self.proxies.proxies.append(child)
+            return m
+        if self.lifecycle is None and not parent.started:
+            self.lifecycle = ChildLifecycle(self.children)
+            parent.add_middleware(self.lifecycle)
+        child.notifier.bus = _ChildBus(parent.notifier, ns)
+        for topic in child.core.listen_topics:
+            if type(topic).__name__ != "TaskTopic" and topic not in parent.core.listen_topics:
+                parent.add_listen_topic(topic)
+        if child.middleware:
+            from .layers import ChildLayers
 
-def mount(parent: Any, child: Any, namespace: str | None = None, *, separator: str | None = None) -> Mount:
-    """Serve ``child``'s definitions (an ``McpApp``, or a :func:`~mcpcore.compose.proxy`) in ``parent``
-    under ``namespace`` (see :meth:`McpApp.mount`)."""
-    from ..server.registry import Registry
-    from .proxied import Proxy, ProxyLifecycle
-
-    s = parent.settings
-    sep = separator if separator is not None else s.mount_separator
-    if namespace is None and isinstance(child, Proxy):
-        namespace = child.namespace
-    if namespace is None:
-        raise ConfigurationError("mount needs a namespace (mount(child, namespace=...))")
-    check_namespace(namespace, sep)
-    if isinstance(child, Proxy) and parent._started:
-        raise ConfigurationError("mount a proxy before the parent starts")
-    if not isinstance(getattr(child, "registry", None), Registry):
-        raise ConfigurationError(f"mount takes an McpApp (or a proxy(...) source), got {child!r}")
-    if child is parent:
-        raise ConfigurationError("an app cannot mount itself")
-    comp = composition_of(parent)
-    if any(m.ns.namespace == namespace for m in comp.mounts):
-        raise ConfigurationError(f"namespace {namespace!r} is already mounted in {parent.server_info.get('name')!r}")
-    if parent._started and not isinstance(child, Proxy) and (
-            child.middleware or child._setup is not None or child.stack.state.given is not None):
-        raise ConfigurationError("mount a child with middleware, a setup hook or its own storage before the "
-                                 "parent starts (they start with the parent)")
-    ns = Namespace(namespace, sep, s.tool_name_limit, s.tool_name_client_prefix)
-    m = Mount(comp, child, ns, app=not isinstance(child, Proxy))
-    for kind in KINDS:
-        try:
-            m.sync(kind)
-        except ConfigurationError:
-            for k in KINDS:  # leave the parent as it was
-                for c in m.copies[k].values():
-                    remove(parent.registry, c)
-                    comp.owners.pop((k, key_of(c)), None)
-            raise
-    comp.mounts.append(m)
-    child.registry.on_change(lambda kind: comp.on_child_change(m, kind))
-    if isinstance(child, Proxy):
-        child.attach(parent, m)
-        if comp.proxies is None:
-            comp.proxies = ProxyLifecycle()
-            parent.add_middleware(comp.proxies)
-            parent.stores.probes.append(comp.proxy_readiness)
-        comp.proxies.proxies.append(child)
+            if self.layers is None:
+                self.layers = ChildLayers(self)
+                parent.add_middleware(self.layers)
         return m
-    if comp.lifecycle is None and not parent._started:
-        comp.lifecycle = ChildLifecycle(comp)
-        parent.add_middleware(comp.lifecycle)
-    child.notifier.bus = _ChildBus(parent, ns)
-    for topic in child.dispatcher.core.listen_topics:
-        if type(topic).__name__ != "TaskTopic" and topic not in parent.dispatcher.core.listen_topics:
-            parent.dispatcher.core.listen_topics.append(topic)
-    if child.middleware:
-        from .layers import ChildLayers
 
-        if comp.layers is None:
-            comp.layers = ChildLayers(comp)
-            parent.add_middleware(comp.layers)
-    return m
+
+class Mounting(Protocol):
+    """What :func:`mount` (deprecated) is given as the parent: an app."""
+
+    composition: Composition | None
+
+    def mount(self, child: Any, namespace: Any, *, separator: str | None = None) -> Any: ...
+
+
+def mount(parent: Mounting, child: Any, namespace: str | None = None, *, separator: str | None = None) -> Mount:
+    """Deprecated since 0.2.0, removed in 0.4.0: call ``parent.mount(child, namespace)``
+    (:meth:`McpApp.mount`), which this calls; returns the new :class:`Mount`."""
+    warnings.warn("mcpcore.compose.mount(parent, child, ...) is deprecated and will be removed in mcpcore 0.4.0: "
+                  "call parent.mount(child, namespace) instead", DeprecationWarning, stacklevel=2)
+    parent.mount(child, namespace, separator=separator)
+    assert parent.composition is not None
+    return parent.composition.mounts[-1]

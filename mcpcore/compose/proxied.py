@@ -28,7 +28,7 @@ from ..server.registry import Registry
 from ..server.results import tool_error_result
 from .asking import Asking
 from .backend import BackendUnavailable, HttpBackend
-from .lifecycle import ProxyLifecycle
+from .lifecycle import MountedAt, ProxyLifecycle
 from .relay import Completions, backend_error, relay_to
 from .sessions import MemorySessionTable, RedisSessionTable, SessionTable
 from .stdio import StdioBackend
@@ -37,6 +37,7 @@ from .wire import Breaker, prompt_from, resource_from, template_from, tool_from,
 
 if TYPE_CHECKING:
     from ..config import Settings
+    from ..extensions.seam import Seam
 
 __all__ = ["Proxy", "ProxyLifecycle", "proxy"]
 
@@ -100,10 +101,10 @@ class Proxy:
         self.server_info: dict[str, Any] = {"name": url}
         self.middleware: list[Middleware] = []
         self.backend: HttpBackend | StdioBackend | None = None
-        self.mount: Any = None
-        """The :class:`~mcpcore.compose.mount.Mount` serving it, once mounted."""
-        self.parent: Any = None
-        """The app that mounts it."""
+        self.mount: MountedAt | None = None
+        """The :class:`~mcpcore.compose.Mount` serving it, once mounted."""
+        self.parent: Seam | None = None
+        """The seam of the app that mounts it (its notifier, Redis client, declarations)."""
         self._listener: asyncio.Task[None] | None = None
         self._ttl_s: float | None = None
         self._entries: dict[str, dict[str, dict[str, Any]]] = {}
@@ -115,7 +116,7 @@ class Proxy:
 
     # -- lifecycle --------------------------------------------------------------------------------
 
-    def attach(self, parent: Any, mount: Any) -> None:
+    def attach(self, parent: Seam, mount: MountedAt) -> None:
         self.parent = parent
         self.mount = mount
         self.server_info = {"name": f"proxy {mount.ns.namespace} ({self.url})"}
@@ -135,10 +136,10 @@ class Proxy:
             await self.backend.start()
             caps = getattr(self.backend, "discovered", {}).get("capabilities") or {}
             if TASKS in (caps.get("extensions") or {}):
-                parent.dispatcher.declare_extension(TASKS, {})  # its calls may become tasks, polled here
+                parent.declare(TASKS, {})  # its calls may become tasks, polled here
             for kind in ("tools", "prompts", "resources") if self.views is not None else ():
                 if kind in caps or not caps:  # served to callers before any caller's list filled them
-                    parent.dispatcher.declare(kind)
+                    parent.declare_kind(kind)
             await self.refresh()
         except (BackendUnavailable, McpError) as exc:
             self.breaker.failure(str(exc))
@@ -194,7 +195,7 @@ class Proxy:
             held = mount.held if mount is not None else None
             if mount is not None:
                 mount.held = None
-            if held is not None and self.parent is not None and self.parent._started:
+            if held is not None and self.parent is not None and self.parent.started:
                 for kind in {"resources" if k == "templates" else k for k in kinds}:
                     if held.get(kind) or announce:
                         self.parent.notifier.publish_here({"kind": kind, "origin": None, **(

@@ -75,7 +75,8 @@ class OpenApiTools(list[ToolDefinition]):
         self.title = title
         self.seconds = seconds
         self.owner: Any = None
-        """The app that registered them, when :meth:`McpApp.include_fastapi` did (``mcpcore lint``)."""
+        """Deprecated since 0.2.0, removed in 0.4.0: what ``fastapi_tools(owner=...)`` was given (nothing reads
+        it; :meth:`McpApp.include_fastapi` no longer passes the app), else ``None``."""
         _BUILT.append(weakref.ref(self))
 
     def report(self) -> str:

@@ -4,6 +4,7 @@ the app itself as the transport (no socket, no network hop)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ..errors import ConfigurationError
@@ -34,7 +35,8 @@ def fastapi_tools(api: Any, *, routes: Any = None, owner: Any = None, **options:
         api: the FastAPI app (its routes declared before this is called).
         routes: which routes (required): endpoint function names, operation ids, ``"GET /path"``,
             ``"tag:name"``, :class:`~mcpcore.openapi.Route`, or ``READ_ONLY`` / ``ALL``.
-        owner: the :class:`~mcpcore.McpApp` registering them (``McpApp.include_fastapi`` passes itself).
+        owner: deprecated since 0.2.0, removed in 0.4.0: nothing reads it; giving it warns
+            (``DeprecationWarning``). It is still stored on :attr:`OpenApiTools.owner` until then.
         options: as :func:`~mcpcore.openapi.openapi_tools` takes them (``credentials``, ``prefix``...).
 
     Raises:
@@ -49,5 +51,8 @@ def fastapi_tools(api: Any, *, routes: Any = None, owner: Any = None, **options:
     if getattr(api, "openapi_schema", None) is not None:
         api.openapi_schema = None  # FastAPI caches its document: routes declared since count too
     built = openapi_tools(document(), routes=routes, app=api, names=names, **options)
-    built.owner = owner
+    if owner is not None:
+        warnings.warn("fastapi_tools(owner=...) is deprecated and will be removed in mcpcore 0.4.0: nothing reads "
+                      "it; leave it out", DeprecationWarning, stacklevel=2)
+        built.owner = owner
     return built

@@ -26,7 +26,7 @@ from starlette.routing import Route
 from mcpcore import Settings
 from tests.servers import run_server
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.serial]
 
 DELAY = 5.0  # seconds the authorization server takes for every answer
 BOUND = DELAY + 2.5  # a caller whose token is not cached is answered within this (a loaded 2-core machine)

@@ -305,6 +305,7 @@ async def test_stale_cache_is_refreshed(issuer: Issuer, clock: FakeClock) -> Non
         assert (e.reason, issuer.fetches) == ("unknown_key", 2)
 
 
+@pytest.mark.serial
 async def test_slow_jwks_times_out_with_503(issuer: Issuer, clock: FakeClock) -> None:
     issuer.delay = 1.0
     async with oauth(issuer, clock, start=False, timeout=0.3) as auth:

@@ -101,6 +101,25 @@ async def test_mounts_argument_and_separator() -> None:
         assert {t["name"] for t in await c.list_tools()} == {"billing.invoice_total", "ledger__invoice_total"}
 
 
+async def test_the_mount_function_is_deprecated_for_app_mount() -> None:
+    """``mcpcore.compose.mount(parent, child, ...)`` still works, warns (docs/versioning.md) and
+    returns the new mount; the compose modules see the parent and the child through their seams."""
+    from mcpcore.compose import mount
+
+    app, child = parent(), billing()
+    with pytest.warns(DeprecationWarning, match=r"removed in mcpcore 0\.4\.0: call parent\.mount") as caught:
+        m = mount(app, child, "billing")
+    assert caught[0].filename == __file__
+    assert app.composition is not None and app.composition.mounts == [m] and m.ns.namespace == "billing"
+    assert app.composition.seam is app.seam and m.child is child.seam and m.app is child.seam
+    async with McpTestClient(app) as c:
+        assert "billing_invoice_total" in {t["name"] for t in await c.list_tools()}
+    with pytest.raises(ConfigurationError, match="cannot mount itself"):
+        app.mount(app, "self")
+    with pytest.raises(ConfigurationError, match="mount takes an McpApp"):
+        app.mount(object(), "thing")
+
+
 async def test_name_budget_counts_the_client_prefix() -> None:
     app = parent(MCP_TOOL_NAME_LIMIT="30", MCP_TOOL_NAME_CLIENT_PREFIX="mcp__parent__")
     with pytest.raises(ConfigurationError) as e:

@@ -64,13 +64,13 @@ async def test_in_process_with_the_hosts_lifespan() -> None:
     from examples.fastapi_app import app, mcp
 
     async with app.router.lifespan_context(app):
-        assert mcp._started
+        assert mcp.started
         async with McpTestClient(app, url="http://127.0.0.1:8000/mcp/", era="modern") as client:
             result = await client.call_tool("add_todo", {"title": "in process"})
             assert result["structuredContent"]["title"] == "in process"
             rest = await client.http.get("http://127.0.0.1:8000/todos")
             assert any(t["title"] == "in process" for t in rest.json())
-    assert not mcp._started
+    assert not mcp.started
 
 
 def test_definitions_lint_clean() -> None:

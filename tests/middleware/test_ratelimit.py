@@ -141,6 +141,7 @@ async def test_without_redis_the_limiter_fails_open_or_closed(fail: str) -> None
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 async def test_two_instances_hold_10_per_second_per_identity_under_200_per_second(redis_url: str) -> None:
     env = {"REDIS_URL": redis_url, "MCP_AUTH_MODE": "jwt", "MCP_AUTH_SECRET_KEY": SECRET, "LIMIT": "10",
            "MCP_LOG_LEVEL": "warning"}
@@ -254,6 +255,7 @@ async def test_the_100000_made_up_names_attack_neither_resets_a_window_nor_slows
     assert last <= 2 * first + 0.010, (first, last)
 
 
+@pytest.mark.serial
 async def test_memory_windows_never_evict_a_live_window_and_make_room_in_constant_time() -> None:
     clock = Clock()
     w = MemoryWindows(max_keys=100_000, clock=clock)

@@ -116,6 +116,7 @@ async def _alive(http: httpx.AsyncClient, url: str, session: str) -> bool:
     return r.status_code == 200
 
 
+@pytest.mark.serial
 async def test_sentinel_failover_under_load(tmp_path: Path) -> None:
     with cluster(tmp_path, n=2, topology="sentinel") as cl:
         topo = cl.topology

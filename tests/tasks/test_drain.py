@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 TASKS = {"tasks": {"requests": {"tools": {"call": {}}}}}
 
 
+@pytest.mark.serial
 async def test_sigterm_ends_a_tasks_result_wait_with_a_retryable_answer() -> None:
     with run_server("tests.apps.tasks:app", env={"MCP_LOG_LEVEL": "info"}) as url:
         proc = PROCESSES[url]
