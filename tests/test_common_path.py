@@ -165,3 +165,43 @@ async def test_a_replaced_tool_or_telemetry_turned_on_is_not_inlined_stale() -> 
         mcp.dispatcher.telemetry = Spy()  # type: ignore[assignment]
         status, r = await post(c, call("echo", {"text": "hi"}), headers("tools/call", "echo"))
         assert status == 200 and r["result"]["content"][0]["text"] == "HI" and seen == ["echo"]
+
+
+async def test_a_tool_with_dependencies_under_middleware_answers_the_same_on_every_call() -> None:
+    """Under middleware, a tool with a dependency is invoked by the innermost layer after its
+    first call: results, bad arguments and a failing dependency answer as the first call did."""
+    from typing import Annotated
+
+    from mcpcore import Call, CallNext, Depends, Middleware
+
+    class Pass(Middleware):
+        async def on_call_tool(self, call: Call, call_next: CallNext) -> Any:
+            return await call_next(call)
+
+    async def prefix() -> str:
+        return "> "
+
+    async def broken() -> str:
+        raise RuntimeError("no database")
+
+    @tool
+    async def quote(text: str, p: Annotated[str, Depends(prefix)]) -> str:
+        """Quote the text."""
+        return p + text
+
+    @tool
+    async def needs_db(text: str, db: Annotated[str, Depends(broken)]) -> str:
+        """Never runs."""
+        return text
+
+    mcp = McpApp("deps", "1.0", tools=[quote, needs_db], middleware=[Pass()])
+    async with McpTestClient(mcp, era="modern") as c:
+        for name, args in (("quote", {"text": "hi"}), ("quote", {"text": 3}), ("quote", {"nope": 1}),
+                           ("needs_db", {"text": "hi"})):
+            answers = [without_request_ids(await post(c, call(name, args), headers("tools/call", name)))
+                       for _ in range(3)]
+            assert answers[0] == answers[1] == answers[2], (name, args, answers)
+        status, r = await post(c, call("quote", {"text": "hi"}), headers("tools/call", "quote"))
+        assert status == 200 and r["result"]["content"][0]["text"] == "> hi"
+        status, r = await post(c, call("needs_db", {"text": "hi"}), headers("tools/call", "needs_db"))
+        assert status == 200 and r["result"]["isError"] is True

@@ -29,7 +29,7 @@ from ..security.sealing import RequestStateSealer
 from . import lifecycle
 from . import prompts as prompt_methods
 from . import resources as resource_methods
-from .chain import Layers, Step
+from .chain import Layers, Step, tools_call_step
 from .closing import Closing
 from .completion import complete
 from .core import Handler, ServerCore
@@ -94,6 +94,7 @@ class Dispatcher:
         self._steps: dict[str, Step] | None = None
         self._served: dict[Era, dict[str, bool]] = {Era.LEGACY: {}, Era.MODERN: {}}
         self._inline: dict[str, Pipeline[Any] | None] = {}
+        self._with_deps: dict[str, Pipeline[Any] | None] = {}
         """Per tool name seen: its pipeline when :meth:`handle` runs the call inline, else ``None``."""
         registry.on_change(self._invalidate)
         self._handlers: dict[str, Handler] = {
@@ -181,10 +182,12 @@ class Dispatcher:
         self.layers = Layers(middleware, self._innermost, methods) if middleware else None
         self._steps = self.layers.steps if self.layers is not None else None
         self._inline.clear()
+        self._with_deps.clear()
 
     def _invalidate(self, kind: str) -> None:
         self.lists.invalidate()
         self._inline.clear()
+        self._with_deps.clear()
         self._served[Era.LEGACY].clear()
         self._served[Era.MODERN].clear()
 
@@ -294,7 +297,9 @@ class Dispatcher:
         call built its pipeline): when :func:`~mcpcore.server.tools.call_tool` would invoke it
         and :func:`~mcpcore.server.invoke.invoke` would take its common case, no dependencies
         and no ``Context`` (telemetry and request state are the request's, checked per call).
-        Forgotten when the registry or the methods change."""
+        A tool with dependencies is remembered too (:attr:`_with_deps`): under middleware the
+        innermost layer validates its arguments and runs its pipeline's dependency steps without
+        ``call_tool`` and ``invoke`` in between. Forgotten when the registry or the methods change."""
         if len(self._inline) >= 1024 or self._handlers["tools/call"] is not call_tool:
             return
         tool = self.registry.tools.get(name)
@@ -302,8 +307,9 @@ class Dispatcher:
             return
         pipe = tool.pipeline
         plain = tool.visible_to is None and tool.forward is None and tool.task is None and \
-            type(pipe) is Pipeline and pipe.family is TOOLS and pipe.simple and pipe.ctx_param is None
-        self._inline[name] = pipe if plain else None
+            type(pipe) is Pipeline and pipe.family is TOOLS
+        self._inline[name] = pipe if plain and pipe.simple and pipe.ctx_param is None else None
+        self._with_deps[name] = pipe if plain and not pipe.simple else None
 
     def _modern_result(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         result.setdefault("resultType", "complete")
@@ -326,7 +332,7 @@ class Dispatcher:
         handler = self._handlers[method]
         core = self.core
         if method == "tools/call":
-            return _marked(handler, core)
+            return tools_call_step(handler, core, self._with_deps, self._learn)
         return lambda call: handler(core, call.params, call._req)
 
     @property
@@ -356,26 +362,3 @@ class Dispatcher:
             await layers.notification(inner)(call)
         except Exception:
             log.warning("a middleware layer failed on %s", quoted(msg["method"]), exc_info=True)
-
-
-def _marked(handler: Handler, core: ServerCore) -> Step:
-    """``tools/call`` itself under middleware: what it raises leaves as a
-    :class:`~mcpcore.errors.MethodError`, so the layers around it cannot make the method's own
-    refusal (an unknown tool, a missing scope, ``-32021``, a store outage) the tool's ``isError``
-    result. A failure that is no ``McpError`` is logged here and leaves as its JSON-RPC error."""
-
-    async def method(call: Call) -> Any:
-        req = call._req
-        try:
-            return await handler(core, call.params, req)
-        except MethodError:
-            raise
-        except McpError as exc:
-            raise MethodError.of(exc) from exc
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.error("Unhandled error in tools/call", exc_info=exc, extra={"fields": {"requestId": req.request_id}})
-            raise MethodError.of(classify(exc)) from exc
-
-    return method
