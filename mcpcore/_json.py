@@ -11,9 +11,10 @@ from typing import Any
 
 import orjson
 
-__all__ = ["JSONDecodeError", "dumps", "dumps_str", "loads"]
+__all__ = ["JSONDecodeError", "JSONEncodeError", "dumps", "dumps_str", "loads", "to_json"]
 
 JSONDecodeError = orjson.JSONDecodeError
+JSONEncodeError = orjson.JSONEncodeError
 
 _OPTS = orjson.OPT_NON_STR_KEYS
 
@@ -25,6 +26,11 @@ def _default(value: Any) -> Any:
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+to_json = _default
+"""What :func:`dumps` encodes a value orjson does not know as (orjson's ``default``), for a
+caller that calls orjson itself: a pydantic model by alias, a set or tuple as a list."""
 
 
 def dumps(value: Any) -> bytes:

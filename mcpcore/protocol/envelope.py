@@ -13,7 +13,8 @@ from ..logs import LEVELS
 from .methods import METHODS
 from .versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
 
-__all__ = ["MODERN", "check_headers", "decode_header_value", "invalid_log_level", "missing_meta", "unsupported_version"]
+__all__ = ["MIRRORED", "MODERN", "VERBATIM_NAMES", "VERSION_BYTES", "check_headers", "decode_header_value",
+           "invalid_log_level", "missing_meta", "unsupported_version"]
 
 _B64 = re.compile(r"^=\?base64\?([A-Za-z0-9+/=]*)\?=$")
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f]")
@@ -67,15 +68,17 @@ def _same(header: str, body: Any) -> bool:
     return type(body) is str and header == body
 
 
-_METHOD_ROW = {m.name: (m.name.encode(), m.names_by if m.mirrored else None) for m in METHODS}
+MIRRORED = {m.name: (m.name.encode(), m.names_by if m.mirrored else None) for m in METHODS}
 """Per method: the bytes of the ``Mcp-Method`` header naming it verbatim, and the params field
-its ``Mcp-Name`` mirrors (``None``: it has no ``Mcp-Name``); one lookup for both."""
+its ``Mcp-Name`` mirrors (``None``: it has no ``Mcp-Name``); one lookup for both. A request
+whose headers are these verbatim, with the version's :data:`VERSION_BYTES` and a name of
+:data:`VERBATIM_NAMES`, passes :func:`check_headers` (a caller may compare them itself)."""
 _NO_ROW: tuple[bytes | None, str | None] = (None, None)
 # The header bytes of the versions a matching request carries verbatim.
-_ASCII = {v: v.encode() for v in MODERN_VERSIONS}
+VERSION_BYTES = {v: v.encode() for v in MODERN_VERSIONS}
 
 
-_VERBATIM: dict[str, bytes] = {}
+VERBATIM_NAMES: dict[str, bytes] = {}
 """Names seen in ``Mcp-Name`` verbatim (their latin-1 bytes, not an encoded form): a header that
 is these bytes matches its body without decoding."""
 
@@ -90,8 +93,8 @@ def _check_name(raw: bytes, body_name: Any) -> None:
         if decoded != body_name:
             raise _mismatch(f"Mcp-Name header value '{quoted(decoded)}' does not match body value "
                            f"'{quoted(body_name)}'")
-    elif len(_VERBATIM) < 1024:  # names are client-chosen: keep the memo bounded
-        _VERBATIM[hn] = raw
+    elif len(VERBATIM_NAMES) < 1024:  # names are client-chosen: keep the memo bounded
+        VERBATIM_NAMES[hn] = raw
 
 
 def check_headers(headers: Mapping[bytes, bytes], msg: Mapping[str, Any], version: str,
@@ -101,13 +104,13 @@ def check_headers(headers: Mapping[bytes, bytes], msg: Mapping[str, Any], versio
     raw = headers.get(b"mcp-protocol-version")
     if raw is None:
         raise _mismatch("missing MCP-Protocol-Version header")
-    if raw != _ASCII.get(version):
+    if raw != VERSION_BYTES.get(version):
         pv = raw.decode("latin-1").strip()
         if pv != version:
             raise _mismatch(f"MCP-Protocol-Version header value '{quoted(pv)}' does not match body value "
                                f"'{quoted(version)}'")
     method = msg["method"]
-    row = _METHOD_ROW.get(method, _NO_ROW)
+    row = MIRRORED.get(method, _NO_ROW)
     raw = headers.get(b"mcp-method")
     if raw is None:
         raise _mismatch("missing Mcp-Method header")
@@ -122,7 +125,7 @@ def check_headers(headers: Mapping[bytes, bytes], msg: Mapping[str, Any], versio
         if raw is None:
             raise _mismatch("missing Mcp-Name header")
         body_name = params.get(name_field)
-        if type(body_name) is not str or raw != _VERBATIM.get(body_name):
+        if type(body_name) is not str or raw != VERBATIM_NAMES.get(body_name):
             _check_name(raw, body_name)
     if header_params:
         raw_args = params.get("arguments")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
+from orjson import dumps as _orjson_dumps
+
 from .. import _json
 from ..errors import JsonRpcErrorCode, McpError, error_object
 from .limits import MAX_ID, MAX_METHOD
@@ -104,7 +106,15 @@ def too_deep(value: Any, limit: int, raw: bytes | None = None) -> bool:
 
 
 def result_response(request_id: str | int, result: Any) -> bytes:
-    """Serialise a result response; ``result`` may be pre-serialised bytes."""
+    """Serialise a result response; ``result`` may be pre-serialised bytes.
+
+    A result object is encoded with its envelope in one call (the same bytes); what that call
+    cannot encode (non-string keys, an integer id past 64 bits) takes the general way."""
+    if type(result) is not bytes:
+        try:
+            return _orjson_dumps({"jsonrpc": "2.0", "id": request_id, "result": result}, default=_json.to_json)
+        except _json.JSONEncodeError:
+            pass
     body = result if type(result) is bytes else _json.dumps(result)
     rid = str(request_id).encode() if type(request_id) is int else _json.dumps(request_id)
     return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (rid, body)

@@ -11,6 +11,8 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from ..config import Settings
 from ..context import ContextServices, Inbound
 from ..context.inputs import InputRequired
@@ -27,16 +29,18 @@ from ..security.sealing import RequestStateSealer
 from . import lifecycle
 from . import prompts as prompt_methods
 from . import resources as resource_methods
-from .chain import Layers, Step
+from .chain import Layers, Step, tools_call_step
 from .closing import Closing
 from .completion import complete
 from .core import Handler, ServerCore
+from .family import known_arguments, not_an_object, validation_failed
+from .invoke import Pipeline
 from .listen import listen
 from .lists import Lists
 from .notify import Notifier
 from .registry import Registry
 from .results import classify_and_log, tool_error_result
-from .tools import call_tool
+from .tools import TOOLS, call_tool
 
 if TYPE_CHECKING:
     from ..sessions.base import SessionStore
@@ -89,6 +93,9 @@ class Dispatcher:
         self._middleware: tuple[Middleware, ...] = ()
         self._steps: dict[str, Step] | None = None
         self._served: dict[Era, dict[str, bool]] = {Era.LEGACY: {}, Era.MODERN: {}}
+        self._inline: dict[str, Pipeline[Any] | None] = {}
+        self._with_deps: dict[str, Pipeline[Any] | None] = {}
+        """Per tool name seen: its pipeline when :meth:`handle` runs the call inline, else ``None``."""
         registry.on_change(self._invalidate)
         self._handlers: dict[str, Handler] = {
             "initialize": lifecycle.initialize,
@@ -174,9 +181,13 @@ class Dispatcher:
         methods = {*self._handlers, *self._lists}
         self.layers = Layers(middleware, self._innermost, methods) if middleware else None
         self._steps = self.layers.steps if self.layers is not None else None
+        self._inline.clear()
+        self._with_deps.clear()
 
     def _invalidate(self, kind: str) -> None:
         self.lists.invalidate()
+        self._inline.clear()
+        self._with_deps.clear()
         self._served[Era.LEGACY].clear()
         self._served[Era.MODERN].clear()
 
@@ -231,8 +242,42 @@ class Dispatcher:
                                    f"with {type(result).__name__}, not a result object.")
             elif method in self._lists:
                 return await self.lists.answer(rid, method, params, req)
+            elif method == "tools/call" and type(name := params.get("name")) is str and \
+                    (pipe := self._inline.get(name)) and req.request_state is None and self.core.telemetry is None:
+                # invoke's common case for a plain tool, in this coroutine (no call_tool, no invoke frame)
+                d = pipe.d
+                if d.auth:
+                    self.core.check_scopes(d.auth, req)
+                args = params.get("arguments")
+                if args is None:
+                    args = {}
+                first: InputRequired | None = None
+                try:
+                    if type(args) is not dict:
+                        raise not_an_object(pipe.family)
+                    if not pipe.covers(args):
+                        args = known_arguments(args, args.keys() - pipe.field_keys, pipe.family)
+                    validated = pipe.validate_python(args)
+                except ValidationError as exc:
+                    result = pipe.family.failed(d, validation_failed(exc, pipe.family), req)
+                except McpError as bad:
+                    result = pipe.family.failed(d, bad, req)
+                else:
+                    try:
+                        direct = pipe.direct
+                        value = await (direct(**pipe.kwargs(validated)) if direct is not None else
+                                       pipe.call(pipe.kwargs(validated)))
+                        result = pipe.shape(value, None, req, name)
+                    except InputRequired as sig:
+                        first = sig
+                    except Exception as exc:
+                        result = pipe.failure(exc, req, name)
+                    if first is not None:
+                        result = await pipe.run(self.core, validated, req, name, first)
             else:
                 result = await self._handlers[method](self.core, params, req)
+                if method == "tools/call" and type(name := params.get("name")) is str and name not in self._inline:
+                    self._learn(name)
             if req.era is ERA_MODERN:
                 result = self._modern_result(method, result)
             return result_response(rid, result)
@@ -246,6 +291,25 @@ class Dispatcher:
             count_error(err.code)
             log.error("Unhandled error in %s", method, exc_info=exc, extra={"fields": {"requestId": req.request_id}})
             return ErrorAnswer(error_response(rid, err.to_wire(req.request_id)), error_class(err))
+
+    def _learn(self, name: str) -> None:
+        """Remember whether the tool ``name`` is called inline by :meth:`handle` (after a first
+        call built its pipeline): when :func:`~mcpcore.server.tools.call_tool` would invoke it
+        and :func:`~mcpcore.server.invoke.invoke` would take its common case, no dependencies
+        and no ``Context`` (telemetry and request state are the request's, checked per call).
+        A tool with dependencies is remembered too (:attr:`_with_deps`): under middleware the
+        innermost layer validates its arguments and runs its pipeline's dependency steps without
+        ``call_tool`` and ``invoke`` in between. Forgotten when the registry or the methods change."""
+        if len(self._inline) >= 1024 or self._handlers["tools/call"] is not call_tool:
+            return
+        tool = self.registry.tools.get(name)
+        if tool is None:
+            return
+        pipe = tool.pipeline
+        plain = tool.visible_to is None and tool.forward is None and tool.task is None and \
+            type(pipe) is Pipeline and pipe.family is TOOLS
+        self._inline[name] = pipe if plain and pipe.simple and pipe.ctx_param is None else None
+        self._with_deps[name] = pipe if plain and not pipe.simple else None
 
     def _modern_result(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         result.setdefault("resultType", "complete")
@@ -268,7 +332,7 @@ class Dispatcher:
         handler = self._handlers[method]
         core = self.core
         if method == "tools/call":
-            return _marked(handler, core)
+            return tools_call_step(handler, core, self._with_deps, self._learn)
         return lambda call: handler(core, call.params, call._req)
 
     @property
@@ -298,26 +362,3 @@ class Dispatcher:
             await layers.notification(inner)(call)
         except Exception:
             log.warning("a middleware layer failed on %s", quoted(msg["method"]), exc_info=True)
-
-
-def _marked(handler: Handler, core: ServerCore) -> Step:
-    """``tools/call`` itself under middleware: what it raises leaves as a
-    :class:`~mcpcore.errors.MethodError`, so the layers around it cannot make the method's own
-    refusal (an unknown tool, a missing scope, ``-32021``, a store outage) the tool's ``isError``
-    result. A failure that is no ``McpError`` is logged here and leaves as its JSON-RPC error."""
-
-    async def method(call: Call) -> Any:
-        req = call._req
-        try:
-            return await handler(core, call.params, req)
-        except MethodError:
-            raise
-        except McpError as exc:
-            raise MethodError.of(exc) from exc
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.error("Unhandled error in tools/call", exc_info=exc, extra={"fields": {"requestId": req.request_id}})
-            raise MethodError.of(classify(exc)) from exc
-
-    return method

@@ -11,14 +11,17 @@ from typing import Any, Protocol
 __all__ = ["SESSION_ID_RE", "SessionRecord", "SessionStore", "is_session_id", "new_session_id"]
 
 SESSION_ID_RE = re.compile(r"[a-f0-9]{64}")  # use fullmatch
-_HEX = b"0123456789abcdef"
+_HEX_TO_ZERO = bytes(0x30 if chr(i) in "0123456789abcdef" else 0x78 for i in range(256))
+"""Every lowercase hex digit to ``0``, any other byte to ``x``."""
+_ZEROS = b"0" * 64
 
 
 def is_session_id(value: str) -> bool:
     """Whether ``value`` has the form :func:`new_session_id` gives (64 lowercase hex digits),
     as ``SESSION_ID_RE`` defines it; checked on every 2025-era request, so without the regex
-    engine (a third of the cost)."""
-    return len(value) == 64 and value.isascii() and not value.encode().translate(None, _HEX)
+    engine (a third of the cost) and by a translation table made once (a deletion's table is
+    built on every call)."""
+    return len(value) == 64 and value.isascii() and value.encode().translate(_HEX_TO_ZERO) == _ZEROS
 
 
 def new_session_id() -> str:

@@ -17,14 +17,21 @@ from typing import Any
 
 from ...asgi_types import Receive, Send
 from ...layer import Layer
+from ...protocol.envelope import MODERN
 from ...protocol.jsonrpc import InvalidMessage, classify_message
-from ...protocol.versions import META_PROTOCOL_VERSION, is_handshake, names_modern_era
+from ...protocol.limits import MAX_ID
+from ...protocol.methods import METHODS
+from ...protocol.versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, is_handshake, names_modern_era
 from .modern import ModernPost
 from .sessions import SessionPost
 from .streams import Streams
 from .wire import HttpContext, RequestHeaders, error
 
 __all__ = ["SessionOrEnvelope"]
+
+_COMMON = frozenset(m.name for m in METHODS if m.name != "initialize")
+"""The methods a common 2026-07-28 request may name (every one of the method table's but the
+2025 handshake): a request naming another takes the general way."""
 
 
 class SessionOrEnvelope(Layer):
@@ -48,8 +55,32 @@ class SessionOrEnvelope(Layer):
 
     def post(self, receive: Receive, send: Send, headers: RequestHeaders, msg: Any) -> Awaitable[None]:
         """A POST's parsed body, a batch or one message of either era: the era's serving of it
-        (chosen here, awaited by the endpoint, so the choice costs no coroutine of its own)."""
-        if type(msg) is list:
+        (chosen here, awaited by the endpoint, so the choice costs no coroutine of its own).
+
+        The common requests are recognised first, in one pass: a JSON-RPC 2.0 request with a
+        valid id and a method of the table (not ``initialize``). With no envelope it is its
+        session's (2025), as the general way below would find; with an envelope of exactly a
+        2026-07-28 version and the client's capabilities, and no round fields, it is served
+        by :meth:`ModernPost.serve`, which then builds its Inbound without reading the envelope
+        again. Anything else (another envelope included) takes the general way."""
+        t = type(msg)
+        if t is dict:
+            method = msg.get("method")
+            rid = msg.get("id")
+            if type(method) is str and method in _COMMON and msg.get("jsonrpc") == "2.0" and (
+                    type(rid) is int or (type(rid) is str and len(rid) <= MAX_ID)):
+                params = msg.get("params")
+                meta = params.get("_meta") if type(params) is dict else None
+                if type(meta) is dict:
+                    if len(meta) == 2 and type(version := meta.get(META_PROTOCOL_VERSION)) is str and \
+                            version in MODERN and type(meta.get(META_CLIENT_CAPABILITIES)) is dict and \
+                            "inputResponses" not in params and "requestState" not in params:
+                        return self.modern.serve(receive, send, headers, msg, True)
+                elif params is None or type(params) is dict:  # a request without an envelope: its session's
+                    sid = headers.get(b"mcp-session-id")
+                    return self.sessions.serve(receive, send, headers, msg, "request",
+                                               sid.decode("latin-1") if sid is not None else None)
+        elif t is list:
             return self.sessions.batch(send, headers, msg)
         try:
             kind = classify_message(msg)

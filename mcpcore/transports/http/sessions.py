@@ -151,8 +151,33 @@ class SessionPost:
         elif kind == "response":
             self._client_response(msg, record)
             await accepted(send)
-        else:
-            await self._request(send, headers, msg, record)
+        else:  # a request, served in this coroutine (the common 2025 request's one frame)
+            req = self.inbound(msg, headers, record)
+            # The answer does not repeat Mcp-Session-Id: the client knows it (it sent it), and the
+            # protocol asks for it only on the response to initialize.
+            exchange = HttpExchange(send, self.ctx.keepalive_s, record, self, self.ctx.queue_max)
+            req.outbound = exchange
+            coro = self.dispatcher.handle(msg, req)
+            try:  # the first step here: a handler that never waits is never registered
+                step = coro.send(None)
+            except StopIteration as done:
+                body: bytes = done.value
+                waited = False
+            else:
+                body = await self._rest(coro, step, msg, req, record)
+                waited = True
+            if type(body) is bytes:
+                start = exchange.plain_answer(body)
+                if start is None:
+                    await exchange.finish(body)
+                else:
+                    await send(start)
+                    await send({"type": "http.response.body", "body": body})
+            else:
+                status, extra = http_status(body, req.era)
+                await exchange.finish(body, status, extra)
+            if waited and record is not None:  # what it registered on the session while it waited
+                self.rt.live.forget_if_idle(record.id)
 
     async def _initialize(self, send: Send, headers: RequestHeaders, msg: dict[str, Any], sid: str | None) -> None:
         rid = msg["id"]
@@ -175,35 +200,6 @@ class SessionPost:
                 return
             extra.append((b"mcp-session-id", record.id.encode()))
         await json_response(send, 200, body, extra)
-
-    async def _request(self, send: Send, headers: RequestHeaders, msg: dict[str, Any],
-                       record: SessionRecord | None) -> None:
-        req = self.inbound(msg, headers, record)
-        # The answer does not repeat Mcp-Session-Id: the client knows it (it sent it), and the
-        # protocol asks for it only on the response to initialize.
-        exchange = HttpExchange(send, self.ctx.keepalive_s, record, self, self.ctx.queue_max)
-        req.outbound = exchange
-        coro = self.dispatcher.handle(msg, req)
-        try:  # the first step here: a handler that never waits is never registered
-            step = coro.send(None)
-        except StopIteration as done:
-            body: bytes = done.value
-            waited = False
-        else:
-            body = await self._rest(coro, step, msg, req, record)
-            waited = True
-        if type(body) is bytes:
-            start = exchange.plain_answer(body)
-            if start is None:
-                await exchange.finish(body)
-            else:
-                await send(start)
-                await send({"type": "http.response.body", "body": body})
-        else:
-            status, extra = http_status(body, req.era)
-            await exchange.finish(body, status, extra)
-        if waited and record is not None:  # what it registered on the session while it waited
-            self.rt.live.forget_if_idle(record.id)
 
     async def _answer(self, msg: dict[str, Any], req: Inbound, record: SessionRecord | None) -> bytes:
         """The dispatcher's answer, cancellable by ``notifications/cancelled`` on the session."""
